@@ -1,0 +1,208 @@
+"""An Agent is the assistant who keeps working: decide, act, write it down, repeat.
+
+Each turn the brain reads the notebook and picks an Action; the agent writes that
+decision down (a note with the tool's name and arguments), calls the tool, and
+writes down what came back (a note named after the tool). It stops when a
+terminal tool has run (done), when the step budget is spent (out of steps, said
+in a note), when a tool that needs a human's approval comes up (paused, with the
+decision waiting in the notebook), or when the caller cancels (cancelled).
+
+The loop is a generator: `steps()` yields one Step per turn and the caller
+drives it; `run()` just drains it. The brain's mistakes never crash the loop:
+an unknown tool, arguments that don't fit, a tool that raises, each becomes a
+tool note starting with "error:" that the brain reads on its next turn. Only a
+programmer's mistake raises.
+
+It has no state of its own between runs: the notebook is the state. Hand it a
+saved Context and it goes on where that run stopped.
+"""
+
+import inspect
+import json
+from dataclasses import dataclass
+
+from microagent.context import Context
+from microagent.message import ASSISTANT, SYSTEM, TOOL, USER, Message
+from microagent.policy import Action
+from microagent.tool import Tool
+
+DONE, OUT_OF_STEPS, PAUSED, CANCELLED = "done", "out of steps", "paused", "cancelled"
+ERROR = "error: "  # how every error note starts, so a brain (or a test) can spot one
+
+
+@dataclass(frozen=True)
+class Step:
+    context: Context               # the whole notebook after this step: keep it to keep the run
+    action: Action | None = None   # what the brain decided this turn
+    result: Message | None = None  # the tool note that came back (None if paused)
+    stop: str | None = None        # on the last step only: why the run ended
+    event: object = None           # something a thinking brain reported (a piece of text)
+
+
+class Agent:
+    def __init__(self, policy, tools: list[Tool], *, name: str = "agent", description: str = "",
+                 system: str | None = None, max_steps: int = 10):
+        self.policy, self.name, self.description = policy, name, description
+        self.system, self.max_steps = system, max_steps
+        self.tools = {t.name: t for t in tools}
+        if len(self.tools) != len(tools):
+            raise ValueError(f"two tools share a name: {[t.name for t in tools]}")
+
+    def steps(self, user_input: str | None = None, *, context: Context | None = None, cancel=None):
+        """Run the loop, yielding a Step per turn; `cancel` is anything with .is_set()."""
+        ctx = self._open(user_input, context)
+        used, pending = _turns(ctx), ctx.pending
+        if pending is not None and pending is ctx.last():  # still waiting for a human
+            yield Step(ctx, stop=PAUSED)
+            return
+        if pending is not None:  # a human has ruled: settle the waiting decision first
+            result = self._settle(ctx.last())
+            ctx = ctx.add(result)
+            yield Step(ctx, Action(pending.tool, pending.args, pending.content), result, self._done(result))
+            if self._done(result):
+                return
+        elif self._done(ctx.last()):  # this run has already ended
+            yield Step(ctx, stop=DONE)
+            return
+        while True:
+            if used >= self.max_steps:
+                if not (ctx.last().role == ASSISTANT and ctx.last().tool is None):  # not said yet
+                    ctx = ctx.add(Message(ASSISTANT, f"out of steps: stopped after {used} turns "
+                                          "without an answer", name=self.name))
+                yield Step(ctx, stop=OUT_OF_STEPS)
+                return
+            if cancel is not None and cancel.is_set():
+                yield Step(ctx, stop=CANCELLED)
+                return
+            actions = yield from self._decide(ctx, cancel)  # passes on what a thinking brain yields
+            for action in actions:
+                # subtle: a brain may ask for several tools at once. Each is a turn of its
+                # own; the ones left when the run stops (or pauses) are dropped.
+                if used >= self.max_steps or (cancel is not None and cancel.is_set()):
+                    break
+                used += 1
+                decision = Message(ASSISTANT, action.reasoning, name=self.name,
+                                   tool=action.tool, args=action.args)
+                tool, args, result = self._check(action)
+                if result is None and tool.needs_approval:
+                    ctx = ctx.add(decision)
+                    yield Step(ctx, action, stop=PAUSED)
+                    return
+                ctx = ctx.add(decision, result or self._call(tool, args))
+                yield Step(ctx, action, ctx.last(), self._done(ctx.last()))
+                if self._done(ctx.last()):
+                    return
+
+    def run(self, user_input: str | None = None, *, context: Context | None = None, cancel=None) -> Context:
+        """Run until the loop stops; hand back the whole notebook."""
+        return _last(self.steps(user_input, context=context, cancel=cancel)).context
+
+    def answer(self, user_input: str | None = None, *, context: Context | None = None) -> str:
+        """Run, and hand back the final answer, or say plainly why there is none."""
+        return _answer(_last(self.steps(user_input, context=context)))
+
+    def as_tool(self, name: str | None = None, description: str | None = None) -> Tool:
+        """This agent as a coworker of another agent; its whole run is kept in the result note."""
+        tool_name = name or self.name
+
+        def ask(request: str) -> Message:
+            last = _last(self.steps(request))
+            return Message(TOOL, _answer(last), name=tool_name, notes=last.context.messages)
+        return Tool(tool_name, description or self.description or f"ask {self.name}", ask)
+
+    def _open(self, user_input, context) -> Context:
+        if context is None:
+            context = Context() if self.system is None else Context().add(Message(SYSTEM, self.system))
+        if user_input is not None:
+            if context.pending is not None:
+                raise ValueError(f"this run is waiting for a human to decide on {context.pending.tool}; "
+                                 "approve or deny it before asking something new")
+            context = context.add(Message(USER, user_input))
+        if not any(m.role == USER for m in context):
+            raise ValueError("give the agent something to do: agent.run('a question') or run(context=saved)")
+        return context
+
+    def _decide(self, ctx, cancel):
+        """Ask the brain; pass on what a thinking (generator) brain yields; return its Actions."""
+        out = self.policy(ctx, tuple(self.tools.values()))
+        if inspect.isgenerator(out):
+            while True:
+                try:
+                    event = next(out)
+                except StopIteration as end:
+                    out = end.value
+                    break
+                yield Step(ctx, event=event)
+                if cancel is not None and cancel.is_set():
+                    out.close()  # the brain stops thinking; nothing it decided is written
+                    return []
+        actions = [out] if isinstance(out, Action) else list(out)
+        if not actions or not all(isinstance(a, Action) for a in actions):
+            raise TypeError(f"the policy must return an Action or a list of them, not {out!r}")
+        return actions
+
+    def _check(self, action: Action) -> tuple[Tool | None, dict | None, Message | None]:
+        """The tool and arguments for an action, or an error note saying what is wrong."""
+        tool = self.tools.get(action.tool)
+        if tool is None:
+            return None, None, _error(action.tool, f"there is no tool named {action.tool!r}; "
+                                      f"the tools are: {', '.join(self.tools)}")
+        try:
+            args = json.loads(action.args)
+        except ValueError as e:
+            return tool, None, _error(tool.name, f"the arguments are not valid JSON ({e})")
+        problem = tool.check(args) if isinstance(args, dict) else "the arguments must be a JSON object"
+        if problem:
+            return tool, None, _error(tool.name, f"bad arguments for {tool.name}: {problem}")
+        return tool, args, None
+
+    def _call(self, tool: Tool, args: dict) -> Message:
+        try:
+            out = tool(**args)
+        except Exception as e:  # the tool's failure is news for the brain, not a crash
+            return _error(tool.name, f"{tool.name} failed: {type(e).__name__}: {e}")
+        if isinstance(out, Message):
+            return Message(TOOL, out.content, name=tool.name, notes=out.notes)
+        return Message(TOOL, out, name=tool.name)
+
+    def _settle(self, verdict: Message) -> Message:
+        """Run, or refuse, the decision a human has ruled on (see microagent.approval)."""
+        if verdict.args is None:  # a verdict without arguments is a denial
+            return Message(TOOL, f"denied by {verdict.name}: {verdict.content}", name=verdict.tool)
+        tool, args, error = self._check(Action(verdict.tool, verdict.args))
+        return error or self._call(tool, args)
+
+    def _done(self, note: Message) -> str | None:
+        """DONE if this note is what a terminal tool handed back, else None."""
+        tool = self.tools.get(note.name) if note.role == TOOL else None
+        return DONE if tool is not None and tool.terminal and not note.content.startswith(ERROR) else None
+
+
+def _error(tool_name: str, problem: str) -> Message:
+    return Message(TOOL, ERROR + problem, name=tool_name)
+
+
+def _last(steps) -> Step:
+    for step in steps:
+        pass
+    return step
+
+
+def _answer(last: Step) -> str:
+    if last.stop == DONE:
+        return last.context.last().content
+    if last.stop == PAUSED:
+        return f"(no answer yet: paused until a human decides on {last.context.pending.tool})"
+    if last.stop == OUT_OF_STEPS:
+        return f"(no answer: {last.context.last().content})"
+    return "(no answer: the run was cancelled)"
+
+
+def _turns(ctx: Context) -> int:
+    """How many decisions the run has made since the last question it was asked."""
+    n = 0
+    for m in reversed(ctx.messages):
+        if m.role == USER and m.tool is None:
+            return n
+        n += m.role == ASSISTANT and m.tool is not None
+    return n

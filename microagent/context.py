@@ -1,0 +1,96 @@
+"""A Context is the office notebook: every note of a run, in order.
+
+The one rule: you never erase a page. Context is frozen; `add` hands back a new
+notebook with the notes appended and leaves the old one untouched. Because the
+notebook is the whole state of a run, it saves to JSON and loads back exactly,
+in another process or next week, and the run goes on from there.
+
+It does not decide anything or run anything, and it does not check that the
+notes make a sensible story (a run's invariants are checked on top of it).
+"""
+
+import json
+from dataclasses import dataclass, fields
+
+from microagent.message import ASSISTANT, TOOL, USER, Message
+
+FORMAT = "microagent.context/1"  # written into every saved notebook, checked on load
+
+
+@dataclass(frozen=True)
+class Context:
+    messages: tuple[Message, ...] = ()
+
+    def add(self, *msgs: Message) -> "Context":
+        """A new notebook with `msgs` appended; this one is left as it was."""
+        if not all(isinstance(m, Message) for m in msgs):
+            raise TypeError("Context.add takes Messages")
+        return Context(self.messages + msgs)
+
+    def last(self) -> Message | None:
+        return self.messages[-1] if self.messages else None
+
+    @property
+    def pending(self) -> Message | None:
+        """The last decision if nothing has answered it yet: a run paused for approval."""
+        for m in reversed(self.messages):
+            if m.role == ASSISTANT and m.tool is not None:
+                return m
+            if not (m.role == USER and m.tool is not None):  # only a verdict may sit between
+                return None
+        return None
+
+    def __iter__(self):
+        return iter(self.messages)
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+    def __getitem__(self, i):
+        return self.messages[i]
+
+    def to_json(self) -> str:
+        return json.dumps({"format": FORMAT, "messages": [_dump(m) for m in self]}, ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> "Context":
+        """Load a saved notebook; anything malformed is a ValueError that says where."""
+        try:
+            data = json.loads(text)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"not a saved Context: the text is not valid JSON ({e})") from None
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise ValueError(f'not a saved Context: expected an object with "format": "{FORMAT}"')
+        if not isinstance(data.get("messages"), list):
+            raise ValueError('not a saved Context: "messages" must be a list')
+        return cls(tuple(_load(d, f"message {i}") for i, d in enumerate(data["messages"])))
+
+    def _repr_pretty_(self, printer, cycle):
+        # subtle: Jupyter shows a Context as its story. The story printer sits on
+        # top of the core, so it is imported only here, when a notebook asks.
+        from microagent.trace import story
+
+        printer.text(story(self))
+
+
+def _dump(m: Message) -> dict:
+    # only the fields that differ from their defaults, so a saved notebook reads easily
+    d = {f.name: getattr(m, f.name) for f in fields(m) if getattr(m, f.name) != f.default}
+    if m.notes:
+        d["notes"] = [_dump(n) for n in m.notes]
+    return d
+
+
+def _load(d: object, where: str) -> Message:
+    known = {f.name for f in fields(Message)}
+    if not isinstance(d, dict) or not {"role", "content"} <= d.keys() or not d.keys() <= known:
+        raise ValueError(f"not a saved Context: {where} must be an object with a role, a content "
+                         f"and only the fields {', '.join(sorted(known))}")
+    notes = d.get("notes", [])
+    if not isinstance(notes, list):
+        raise ValueError(f"not a saved Context: {where} has notes that are not a list")
+    inner = tuple(_load(n, f"{where}, note {j}") for j, n in enumerate(notes))
+    try:
+        return Message(**{**d, "notes": inner})
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"not a saved Context: {where}: {e}") from None

@@ -1,0 +1,37 @@
+"""A Message is one note in the office notebook.
+
+Who wrote it (role), what it says (content), and which coworker or agent it
+belongs to (name). A note that records a decision also says which tool was
+called and with which arguments, so a run can be replayed from its notes alone.
+
+The one rule: a note is written in pen. Message is frozen and holds only
+immutable values (strings, None, and a tuple of other notes), so it hashes and
+compares by value and can never change behind anyone's back.
+
+It does not know about notebooks, tools or brains; those are built on top.
+"""
+
+from dataclasses import dataclass
+
+SYSTEM, USER, ASSISTANT, TOOL = "system", "user", "assistant", "tool"
+ROLES = (SYSTEM, USER, ASSISTANT, TOOL)
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str                # one of ROLES
+    content: str             # what the note says
+    name: str | None = None  # a tool note: the tool; an assistant note: the agent; an approval: who
+    tool: str | None = None  # a decision (or a human's verdict on one): the tool called
+    args: str | None = None  # ... and its arguments, as JSON text (a dict would be mutable)
+    notes: tuple["Message", ...] = ()  # what an agent used as a tool did, note by note
+
+    def __post_init__(self):
+        if self.role not in ROLES:
+            raise ValueError(f"role must be one of {', '.join(ROLES)}, not {self.role!r}")
+        for field in ("content", "name", "tool", "args"):
+            value = getattr(self, field)
+            if not (isinstance(value, str) or (value is None and field != "content")):
+                raise TypeError(f"a message's {field} must be a string, not {type(value).__name__}")
+        if not isinstance(self.notes, tuple) or not all(isinstance(m, Message) for m in self.notes):
+            raise TypeError("a message's notes must be a tuple of Messages")

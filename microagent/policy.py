@@ -1,0 +1,60 @@
+"""A Policy is the brain: it reads the notebook and picks the next move.
+
+A move is an Action: which tool to call, with which arguments, and a short note
+on why. A policy is any callable `(context, tools) -> Action`, so a plain
+function is a brain, and so is a language model behind an HTTP call. Swap the
+brain, keep the body: the agent, its tools and its notebook stay the same.
+
+Two more shapes are allowed, for brains that need them: a policy may return
+several Actions at once (a model that asks for two tools in one reply), and it
+may be a generator that yields events while it thinks (pieces of streamed text)
+and then returns its Action(s).
+
+Here too are brains that need no model: `scripted` plays a fixed list of
+actions, which is how tests drive an agent deterministically, and `replay`
+plays back the decisions recorded in a saved notebook.
+"""
+
+import json
+from dataclasses import dataclass
+
+from microagent.context import Context
+from microagent.message import ASSISTANT
+
+
+@dataclass(frozen=True)
+class Action:
+    tool: str
+    args: str = "{}"     # JSON text; a dict passed in is turned into JSON text
+    reasoning: str = ""  # why, in a few words: it becomes the decision note's content
+
+    def __post_init__(self):
+        # subtle: a dict would make a frozen Action mutable and unhashable, so the
+        # arguments are kept as JSON text. A string is kept as it came: a model may
+        # send broken JSON, and the loop turns that into an error note it can read.
+        if not isinstance(self.args, str):
+            object.__setattr__(self, "args", json.dumps(self.args, ensure_ascii=False))
+
+
+def decisions(ctx: Context) -> list[Action]:
+    """The Actions recorded in a notebook's decision notes, in order."""
+    return [Action(m.tool, m.args, m.content) for m in ctx if m.role == ASSISTANT and m.tool]
+
+
+def scripted(*actions: Action):
+    """A brain that plays `actions` in order: the n-th decision of a run is actions[n].
+
+    It counts the decisions already in the notebook instead of keeping a counter,
+    so a run saved half way and loaded in another process goes on correctly.
+    """
+    def policy(ctx: Context, tools) -> Action:
+        n = len(decisions(ctx))
+        if n >= len(actions):
+            raise IndexError(f"the script has {len(actions)} actions and the run asked for one more")
+        return actions[n]
+    return policy
+
+
+def replay(saved: Context):
+    """A brain that makes again the decisions recorded in a saved notebook."""
+    return scripted(*decisions(saved))

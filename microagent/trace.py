@@ -1,0 +1,56 @@
+"""The story printer: a notebook read back as the story of what happened.
+
+    you asked: "Can I get a refund for order A1234?"
+      support thought: let me pull up the order first
+        -> look_up_order returned: A1234, Wireless Headphones, $79, delivered
+
+Each thought line is the brain deciding, each arrow line a coworker handing
+back a result. What an agent used as a tool did is told in full, indented
+under the call. `story(ctx)` returns the text; `show(ctx)` prints it. In
+Jupyter a Context displays as its story by itself.
+
+It only reads; it never changes a notebook, and it shows the arguments of a
+decision only where they matter to a human (a call waiting for approval, a
+verdict that changed them).
+"""
+
+from microagent.context import Context
+from microagent.message import ASSISTANT, SYSTEM, TOOL, USER, Message
+
+
+def story(ctx: Context | tuple[Message, ...], indent: str = "") -> str:
+    """The notebook as a story, one line per note.
+
+    >>> from microagent.message import Message
+    >>> print(story(Context().add(Message("user", "hi"), Message("tool", "hello!", name="final_answer"))))
+    you asked: "hi"
+        -> final_answer returned: hello!
+    """
+    messages = list(ctx)
+    lines = []
+    for i, m in enumerate(messages):
+        if m.role == SYSTEM:
+            lines.append(f"{indent}(the assistant was told: {m.content})")
+        elif m.role == USER and m.tool is None:
+            lines.append(f'{indent}you asked: "{m.content}"')
+        elif m.role == USER and m.args is None:
+            lines.append(f"{indent}    {m.name} denied {m.tool}: {m.content}")
+        elif m.role == USER:
+            lines.append(f"{indent}    {m.name} approved {m.tool} with {m.args}")
+        elif m.role == ASSISTANT and m.tool is None:
+            lines.append(f"{indent}  {m.name}: {m.content}")
+        elif m.role == ASSISTANT:  # a decision: the reasoning, or else the call itself
+            said = m.content or f"call {m.tool} with {m.args}"
+            lines.append(f"{indent}  {m.name} thought: {said}")
+            if i == len(messages) - 1:  # nothing answered it yet: the run is paused
+                lines.append(f"{indent}    .. {m.tool} {m.args} is waiting for a human to decide")
+        elif m.role == TOOL:
+            if m.notes:
+                lines.append(story(m.notes, indent + "      "))
+            lines.append(f"{indent}    -> {m.name} returned: {m.content}")
+    return "\n".join(lines)
+
+
+def show(ctx: Context) -> None:
+    """Print the notebook as a story."""
+    print(story(ctx))
