@@ -49,49 +49,48 @@ class Agent:
             raise ValueError(f"two tools share a name: {[t.name for t in tools]}")
 
     def steps(self, user_input: str | None = None, *, context: Context | None = None, cancel=None):
-        """Run the loop, yielding a Step per turn; `cancel` is anything with .is_set()."""
+        """Run the loop, yielding a Step per turn and a last Step that says why it stopped.
+
+        `cancel` is anything with .is_set() (a threading.Event): once set, nothing new starts.
+        """
         ctx = self._open(user_input, context)
-        used, pending = _turns(ctx), ctx.pending
-        if pending is not None and pending is ctx.last():  # still waiting for a human
-            yield Step(ctx, stop=PAUSED)
-            return
-        if pending is not None:  # a human has ruled: settle the waiting decision first
-            result = self._settle(ctx.last())
-            ctx = ctx.add(result)
-            yield Step(ctx, Action(pending.tool, pending.args, pending.content), result, self._done(result))
-            if self._done(result):
-                return
-        elif self._done(ctx.last()):  # this run has already ended
-            yield Step(ctx, stop=DONE)
-            return
+        used = _turns(ctx)  # subtle: counted from the notebook, so the budget spans resumes
         while True:
+            pending, last = ctx.pending, ctx.last()
+            if pending is not None and pending is last:  # waiting for a human's verdict
+                yield Step(ctx, stop=PAUSED)
+                return
+            if pending is not None:  # a human has ruled on the waiting decision: settle it
+                ctx = ctx.add(self._settle(last))
+                yield Step(ctx, Action(pending.tool, pending.args, pending.content), ctx.last())
+                continue
+            if self._done(last):
+                yield Step(ctx, stop=DONE)
+                return
             if used >= self.max_steps:
-                if not (ctx.last().role == ASSISTANT and ctx.last().tool is None):  # not said yet
+                if not (last.role == ASSISTANT and last.tool is None):  # not said already
                     ctx = ctx.add(Message(ASSISTANT, f"out of steps: stopped after {used} turns "
                                           "without an answer", name=self.name))
                 yield Step(ctx, stop=OUT_OF_STEPS)
                 return
-            if cancel is not None and cancel.is_set():
+            if _is_set(cancel):
                 yield Step(ctx, stop=CANCELLED)
                 return
             actions = yield from self._decide(ctx, cancel)  # passes on what a thinking brain yields
             for action in actions:
                 # subtle: a brain may ask for several tools at once. Each is a turn of its
-                # own; the ones left when the run stops (or pauses) are dropped.
-                if used >= self.max_steps or (cancel is not None and cancel.is_set()):
+                # own; the ones still left when the run must stop are dropped.
+                if used >= self.max_steps or _is_set(cancel) or self._done(ctx.last()):
                     break
                 used += 1
                 decision = Message(ASSISTANT, action.reasoning, name=self.name,
                                    tool=action.tool, args=action.args)
-                tool, args, result = self._check(action)
-                if result is None and tool.needs_approval:
-                    ctx = ctx.add(decision)
-                    yield Step(ctx, action, stop=PAUSED)
-                    return
-                ctx = ctx.add(decision, result or self._call(tool, args))
-                yield Step(ctx, action, ctx.last(), self._done(ctx.last()))
-                if self._done(ctx.last()):
-                    return
+                tool, args, error = self._check(action)
+                if error is None and tool.needs_approval:
+                    ctx = ctx.add(decision)  # and the top of the loop pauses
+                    break
+                ctx = ctx.add(decision, error or self._call(tool, args))
+                yield Step(ctx, action, ctx.last())
 
     def run(self, user_input: str | None = None, *, context: Context | None = None, cancel=None) -> Context:
         """Run until the loop stops; hand back the whole notebook."""
@@ -133,7 +132,7 @@ class Agent:
                     out = end.value
                     break
                 yield Step(ctx, event=event)
-                if cancel is not None and cancel.is_set():
+                if _is_set(cancel):
                     out.close()  # the brain stops thinking; nothing it decided is written
                     return []
         actions = [out] if isinstance(out, Action) else list(out)
@@ -172,14 +171,18 @@ class Agent:
         tool, args, error = self._check(Action(verdict.tool, verdict.args))
         return error or self._call(tool, args)
 
-    def _done(self, note: Message) -> str | None:
-        """DONE if this note is what a terminal tool handed back, else None."""
+    def _done(self, note: Message) -> bool:
+        """Is this note what a terminal tool handed back (so the job is done)?"""
         tool = self.tools.get(note.name) if note.role == TOOL else None
-        return DONE if tool is not None and tool.terminal and not note.content.startswith(ERROR) else None
+        return tool is not None and tool.terminal and not note.content.startswith(ERROR)
 
 
 def _error(tool_name: str, problem: str) -> Message:
     return Message(TOOL, ERROR + problem, name=tool_name)
+
+
+def _is_set(cancel) -> bool:
+    return cancel is not None and cancel.is_set()
 
 
 def _last(steps) -> Step:
@@ -189,20 +192,11 @@ def _last(steps) -> Step:
 
 
 def _answer(last: Step) -> str:
-    if last.stop == DONE:
-        return last.context.last().content
-    if last.stop == PAUSED:
-        return f"(no answer yet: paused until a human decides on {last.context.pending.tool})"
-    if last.stop == OUT_OF_STEPS:
-        return f"(no answer: {last.context.last().content})"
-    return "(no answer: the run was cancelled)"
+    """The final answer, or a plain note of why there is none (never the last tool's output)."""
+    return last.context.last().content if last.stop == DONE else f"(no answer: {last.stop})"
 
 
 def _turns(ctx: Context) -> int:
     """How many decisions the run has made since the last question it was asked."""
-    n = 0
-    for m in reversed(ctx.messages):
-        if m.role == USER and m.tool is None:
-            return n
-        n += m.role == ASSISTANT and m.tool is not None
-    return n
+    asked = max(i for i, m in enumerate(ctx) if m.role == USER and m.tool is None)
+    return sum(m.role == ASSISTANT and m.tool is not None for m in ctx.messages[asked:])

@@ -49,13 +49,11 @@ class Tool:
         props, required = self.schema["properties"], self.schema["required"]
         missing = [n for n in required if n not in args]
         unexpected = [n for n in args if n not in props]
-        if missing or unexpected:
-            said = []
-            if missing:
-                said.append(f"missing {', '.join(missing)}")
-            if unexpected:
-                said.append(f"unexpected {', '.join(unexpected)}")
-            return f"{'; '.join(said)} (it takes: {', '.join(props) or 'nothing'})"
+        takes = f"(it takes: {', '.join(props) or 'nothing'})"
+        if missing:
+            return f"missing {', '.join(missing)} {takes}"
+        if unexpected:
+            return f"unexpected {', '.join(unexpected)} {takes}"
         for name, value in args.items():
             problem = _mismatch(value, props[name], name)
             if problem:
