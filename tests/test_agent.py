@@ -1,0 +1,308 @@
+"""The loop: decide, act, write it down, repeat; and every way it can stop."""
+
+import json
+import subprocess
+import sys
+import threading
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from microagent import (ASSISTANT, CANCELLED, DONE, ERROR, OUT_OF_STEPS, PAUSED, SYSTEM, TOOL, USER,
+                        Action, Agent, Context, Message, Tool, approve, as_tool, deny, final_answer, gate,
+                        replay, scripted, story)
+
+
+@as_tool
+def add(a: int, b: int) -> int:
+    """Add two whole numbers."""
+    return a + b
+
+
+@as_tool
+def divide(a: float, b: float) -> float:
+    """Divide a by b."""
+    return a / b
+
+
+def answer(text: str, why: str = "done") -> Action:
+    return Action("final_answer", {"answer": text}, why)
+
+
+def roles(ctx: Context) -> list[str]:
+    return [m.role for m in ctx]
+
+
+def test_one_turn_writes_a_decision_note_and_a_result_note():
+    agent = Agent(scripted(Action("add", {"a": 2, "b": 3}, "add them"), answer("5")), [add, final_answer],
+                  name="clerk", system="You add numbers.")
+    ctx = agent.run("what is 2 + 3?")
+    # system, user, assistant, tool, assistant, tool
+    assert roles(ctx) == [SYSTEM, USER, ASSISTANT, TOOL, ASSISTANT, TOOL]
+    assert ctx[2] == Message(ASSISTANT, "add them", name="clerk", tool="add", args='{"a": 2, "b": 3}')
+    assert ctx[3] == Message(TOOL, "5", name="add")
+    assert ctx[5] == Message(TOOL, "5", name="final_answer")
+    assert agent.answer("what is 2 + 3?") == "5"
+
+
+def test_steps_yields_each_turn_then_why_it_stopped():
+    agent = Agent(scripted(Action("add", {"a": 1, "b": 1}), answer("2")), [add, final_answer])
+    steps = list(agent.steps("1 + 1?"))
+    assert [(s.action.tool if s.action else None, s.result.content if s.result else None, s.stop) for s in steps] == [
+        ("add", "2", None), ("final_answer", "2", None), (None, None, DONE)]
+    assert [len(s.context) for s in steps] == [3, 5, 5]  # each step carries the notebook as it stands
+
+
+@pytest.mark.parametrize("mistake, error", [
+    (Action("multiply", {"a": 2, "b": 3}), "error: there is no tool named 'multiply'; the tools are: add, divide, final_answer"),
+    (Action("add", {"a": 2}), "error: bad arguments for add: missing b (it takes: a, b)"),
+    (Action("add", {"a": 2, "b": 3, "c": 4}), "error: bad arguments for add: unexpected c (it takes: a, b)"),
+    (Action("add", {"a": 2, "b": "3"}), "error: bad arguments for add: b must be integer, not str '3'"),
+    (Action("add", '{"a": 2, "b": '), "error: the arguments are not valid JSON"),
+    (Action("add", "[2, 3]"), "error: bad arguments for add: the arguments must be a JSON object"),
+    (Action("divide", {"a": 1, "b": 0}), "error: divide failed: ZeroDivisionError: division by zero"),
+])
+def test_a_brain_mistake_becomes_an_error_note_and_the_brain_recovers(mistake, error):
+    brain = scripted(mistake, Action("add", {"a": 2, "b": 3}, "try again, properly"), answer("5"))
+    ctx = Agent(brain, [add, divide, final_answer]).run("2 + 3?")
+    # user, assistant (the mistake), tool (the error), assistant, tool, assistant, tool
+    assert roles(ctx) == [USER, ASSISTANT, TOOL, ASSISTANT, TOOL, ASSISTANT, TOOL]
+    assert ctx[2].content.startswith(error)
+    assert ctx[2].content.startswith(ERROR)
+    assert (ctx[4].content, ctx[6].content) == ("5", "5")
+
+
+def test_a_terminal_tool_with_bad_arguments_does_not_end_the_run():
+    brain = scripted(Action("final_answer", {"text": "5"}), answer("5"))
+    ctx = Agent(brain, [final_answer]).run("?")
+    assert ctx[2].content.startswith("error: bad arguments for final_answer: missing answer")
+    assert ctx.last().content == "5"
+
+
+def test_running_out_of_steps_is_said_in_a_note_and_is_never_passed_off_as_an_answer():
+    def busy(ctx, tools):
+        return Action("add", {"a": 1, "b": 1}, "keep adding")
+    agent = Agent(busy, [add, final_answer], name="clerk", max_steps=3)
+    steps = list(agent.steps("count forever"))
+    assert steps[-1].stop == OUT_OF_STEPS
+    ctx = steps[-1].context
+    assert roles(ctx) == [USER] + [ASSISTANT, TOOL] * 3 + [ASSISTANT]
+    assert ctx.last() == Message(ASSISTANT, "out of steps: stopped after 3 turns without an answer", name="clerk")
+    assert agent.answer("count forever") == "(no answer: out of steps)"  # not "2", the last tool output
+    # running the ended notebook again neither calls the brain nor writes a second note
+    assert agent.run(context=ctx) == ctx
+
+
+def test_a_finished_run_handed_back_stays_finished():
+    agent = Agent(scripted(answer("hi")), [final_answer])
+    ctx = agent.run("hello")
+    steps = list(agent.steps(context=ctx))
+    assert [(s.stop, s.context) for s in steps] == [(DONE, ctx)]
+
+
+def test_a_conversation_goes_on_with_a_new_question_and_a_new_step_budget():
+    agent = Agent(scripted(answer("hello!"), answer("still here")), [final_answer], max_steps=1)
+    first = agent.run("hi")
+    second = agent.run("are you there?", context=first)
+    assert second.messages[:len(first)] == first.messages
+    assert story(second).splitlines()[-3:] == [
+        'you asked: "are you there?"', "  agent thought: done", "    -> final_answer returned: still here"]
+    assert second.last().content == "still here"
+
+
+def test_the_agent_asks_for_something_to_do():
+    with pytest.raises(ValueError, match="give the agent something to do"):
+        Agent(scripted(), [final_answer]).run()
+
+
+def test_a_policy_that_returns_nonsense_is_a_programmers_mistake():
+    with pytest.raises(TypeError, match="must return an Action"):
+        Agent(lambda ctx, tools: "final_answer", [final_answer]).run("?")
+    with pytest.raises(TypeError, match="must return an Action"):
+        Agent(lambda ctx, tools: [], [final_answer]).run("?")
+
+
+def test_two_tools_with_one_name_are_refused():
+    with pytest.raises(ValueError, match="two tools share a name"):
+        Agent(scripted(), [add, add])
+
+
+def test_a_brain_may_ask_for_several_tools_at_once_and_each_is_a_turn():
+    def brain(ctx, tools):
+        if len(ctx) == 1:
+            return [Action("add", {"a": 1, "b": 2}), Action("add", {"a": 3, "b": 4})]
+        return [answer("3 and 7"), Action("add", {"a": 0, "b": 0})]  # the second is dropped: the job is done
+    steps = list(Agent(brain, [add, final_answer]).steps("two sums"))
+    assert [s.result.content for s in steps if s.result] == ["3", "7", "3 and 7"]
+    assert steps[-1].stop == DONE and len(steps[-1].context) == 7
+
+
+def test_a_thinking_brain_streams_events_through_the_steps():
+    def brain(ctx, tools):
+        yield "thinking "
+        yield "aloud"
+        return answer("done thinking")
+    steps = list(Agent(brain, [final_answer]).steps("think"))
+    assert [s.event for s in steps] == ["thinking ", "aloud", None, None]
+    assert steps[-1].stop == DONE
+
+
+def test_cancelling_stops_a_thinking_brain_and_leaves_the_notebook_whole():
+    cancel, closed = threading.Event(), []
+
+    def brain(ctx, tools):
+        try:
+            yield "one"
+            yield "two"
+            return answer("never")
+        finally:
+            closed.append(True)
+    steps = []
+    for step in Agent(brain, [final_answer]).steps("think", cancel=cancel):
+        steps.append(step)
+        cancel.set()  # the caller cancels after the first event
+    assert steps[-1].stop == CANCELLED and closed == [True]
+    assert roles(steps[-1].context) == [USER]  # no half-written decision
+
+
+def test_a_cancelled_run_continues_later_from_its_notebook():
+    cancel = threading.Event()
+    agent = Agent(scripted(Action("add", {"a": 1, "b": 2}), answer("3")), [add, final_answer])
+    for step in agent.steps("1 + 2?", cancel=cancel):
+        cancel.set()
+    assert step.stop == CANCELLED and roles(step.context) == [USER, ASSISTANT, TOOL]
+    assert agent.run(context=step.context).last().content == "3"
+
+
+def test_an_agent_used_as_a_tool_keeps_its_whole_run_in_the_result_note():
+    adder = Agent(scripted(Action("add", {"a": 2, "b": 2}), answer("4")), [add, final_answer],
+                  name="adder", description="Adds numbers.")
+    manager = Agent(scripted(Action("adder", {"request": "2 + 2?"}, "ask the adder"), answer("it is 4")),
+                    [adder.as_tool(), final_answer], name="manager")
+    ctx = manager.run("what is 2 + 2?")
+    note = ctx[2]
+    assert (note.role, note.name, note.content) == (TOOL, "adder", "4")
+    assert roles(Context(note.notes)) == [USER, ASSISTANT, TOOL, ASSISTANT, TOOL]  # the inner run, whole
+    assert Context.from_json(ctx.to_json()) == ctx
+    assert story(ctx) == "\n".join([
+        'you asked: "what is 2 + 2?"',
+        "  manager thought: ask the adder",
+        '      you asked: "2 + 2?"',
+        '        adder thought: call add with {"a": 2, "b": 2}',
+        "          -> add returned: 4",
+        "        adder thought: done",
+        "          -> final_answer returned: 4",
+        "    -> adder returned: 4",
+        "  manager thought: done",
+        "    -> final_answer returned: it is 4",
+    ])
+
+
+def test_an_inner_agent_that_runs_out_of_steps_says_so_to_the_outer_one():
+    looper = Agent(lambda ctx, tools: Action("add", {"a": 1, "b": 1}), [add, final_answer], name="looper",
+                   description="Loops.", max_steps=2)
+    outer = Agent(scripted(Action("looper", {"request": "go"}), answer("gave up")), [looper.as_tool(), final_answer])
+    assert outer.run("?")[2].content == "(no answer: out of steps)"
+
+
+def test_the_on_the_spot_gate_runs_the_tool_only_on_a_yes():
+    ran = []
+
+    @as_tool
+    def wipe(disk: str) -> str:
+        """Wipe a disk."""
+        ran.append(disk)
+        return f"{disk} wiped"
+    brain = scripted(Action("wipe", {"disk": "D"}), answer("ok"))
+    yes = Agent(brain, [gate(wipe, lambda name, args: True), final_answer]).run("wipe D")
+    no = Agent(brain, [gate(wipe, lambda name, args: args["disk"] != "D", by="alice"), final_answer]).run("wipe D")
+    assert yes[2].content == "approved by a human, D wiped"
+    assert no[2].content == "denied by alice: wipe did not run"
+    assert ran == ["D"]
+    assert gate(wipe, print).schema == wipe.schema  # the gate takes exactly what the tool takes
+
+
+def test_a_tool_that_needs_approval_pauses_the_run_before_it_runs():
+    ran = []
+
+    @as_tool(needs_approval=True)
+    def pay(amount: int) -> str:
+        """Pay an amount."""
+        ran.append(amount)
+        return f"paid {amount}"
+    agent = Agent(scripted(Action("pay", {"amount": 5}, "pay up"), answer("paid")), [pay, final_answer])
+    paused = list(agent.steps("pay 5"))[-1]
+    assert paused.stop == PAUSED and ran == []
+    assert paused.context.pending == paused.context.last() and paused.context.pending.tool == "pay"
+    assert agent.answer("pay 5") == "(no answer: paused)"
+    assert agent.run(context=paused.context) == paused.context  # no verdict yet: still paused
+    done = agent.run(context=approve(paused.context, by="alice"))
+    assert ran == [5] and done.last().content == "paid"
+    denied = agent.run(context=deny(paused.context, "not today", by="bob"))
+    assert ran == [5] and denied[-3].content == "denied by bob: not today"
+    with pytest.raises(ValueError, match="waiting for a human to decide on pay"):
+        agent.run("something else", context=paused.context)
+
+
+def test_replay_makes_the_same_decisions_as_a_saved_run():
+    original = Agent(scripted(Action("add", {"a": 2}, "oops"), Action("add", {"a": 2, "b": 2}), answer("4")),
+                     [add, final_answer]).run("2 + 2?")
+    again = Agent(replay(original), [add, final_answer]).run("2 + 2?")
+    assert again == original
+
+
+CONTINUE = """
+import sys
+from microagent import Agent, Context, Action, scripted, as_tool, final_answer
+
+@as_tool
+def add(a: int, b: int) -> int:
+    '''Add two whole numbers.'''
+    return a + b
+
+agent = Agent(scripted(Action("add", {"a": 1, "b": 2}), Action("add", {"a": 3, "b": 3}), Action("final_answer", {"answer": "6"}, "done")),
+              [add, final_answer], max_steps=5)
+ctx = agent.run(context=Context.from_json(sys.stdin.read()))
+print(ctx.to_json())
+"""
+
+
+def test_a_saved_notebook_continues_in_a_fresh_process_exactly_where_it_stopped():
+    agent = Agent(scripted(Action("add", {"a": 1, "b": 2}), Action("add", {"a": 3, "b": 3}), answer("6")),
+                  [add, final_answer], max_steps=5)
+    whole = agent.run("1 + 2, then 3 + 3?")
+    first_turn = next(agent.steps("1 + 2, then 3 + 3?")).context
+    out = subprocess.run([sys.executable, "-c", CONTINUE], input=first_turn.to_json(),
+                         capture_output=True, text=True, check=True)
+    assert Context.from_json(out.stdout) == whole
+
+
+# --- properties: the loop always ends, and the brain's mistakes are always notes ---------
+
+moves = st.one_of(
+    st.builds(lambda a, b: Action("add", {"a": a, "b": b}), st.integers(), st.integers()),
+    st.builds(lambda a, b: Action("divide", {"a": a, "b": b}), st.integers(-3, 3), st.integers(-1, 1)),
+    st.builds(lambda t, raw: Action(t, raw), st.sampled_from(["add", "nope", "final_answer"]), st.text(max_size=12)),
+    st.builds(lambda x: Action("final_answer", {"answer": x}), st.text(max_size=5) | st.integers()),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(moves, min_size=1, max_size=3), min_size=1, max_size=30), st.integers(1, 8))
+def test_any_brain_ends_within_max_steps_and_every_decision_gets_a_result(batches, max_steps):
+    def brain(ctx, tools):
+        return batches[min(sum(m.role == TOOL for m in ctx), len(batches) - 1)]
+    steps = list(Agent(brain, [add, divide, final_answer], max_steps=max_steps).steps("go"))
+    last = steps[-1]
+    assert last.stop in (DONE, OUT_OF_STEPS) and all(s.stop is None for s in steps[:-1])
+    ctx = last.context
+    decisions = [m for m in ctx if m.role == ASSISTANT and m.tool]
+    results = [m for m in ctx if m.role == TOOL]
+    assert len(decisions) == len(results) <= max_steps
+    for d, r in zip(decisions, results):
+        assert r.name == d.tool
+        tool_ok = d.tool in ("add", "divide", "final_answer")
+        if not tool_ok:
+            assert r.content.startswith(ERROR + "there is no tool named")
+    assert (last.stop == DONE) == (ctx.last().name == "final_answer" and not ctx.last().content.startswith(ERROR))
+    json.loads(ctx.to_json())
