@@ -1,0 +1,39 @@
+"""A risky coworker behind a gate: a human says yes or no before it runs.
+
+    python examples/approval_gate.py
+
+The gate is a Tool wrapping a Tool. Here the "human" is a function with a rule
+(refunds up to $50 are fine); in a terminal it could just as well call input().
+The same brain runs twice: the small refund goes through, the big one does not,
+and the brain reads the denial and tells the customer.
+"""
+
+from microagent import Action, Agent, as_tool, final_answer, gate, show
+
+
+@as_tool
+def refund(order_id: str, amount: float) -> str:
+    """Refund an amount in dollars to the customer's card."""
+    return f"${amount:g} refunded for {order_id}"
+
+
+def manager(tool_name: str, args: dict) -> bool:
+    """The human who signs off: yes to refunds up to $50."""
+    return args["amount"] <= 50
+
+
+def brain(ctx, tools):
+    """Ask for the refund once; then say what happened."""
+    last = ctx.last()
+    if last.role == "user":
+        amount = float(last.content.split("$")[1])
+        return Action("refund", {"order_id": "A1234", "amount": amount}, "the customer asked for a refund")
+    if last.content.startswith("approved"):
+        return Action("final_answer", {"answer": "Your refund is on its way."}, "it went through")
+    return Action("final_answer", {"answer": "A teammate needs to look at this refund first."}, "it was refused")
+
+
+agent = Agent(brain, [gate(refund, manager, by="the manager"), final_answer], name="support")
+show(agent.run("Please refund $30"))
+print()
+show(agent.run("Please refund $300"))
