@@ -67,3 +67,9 @@ def test_the_readme_taste_runs_and_prints_what_its_comments_say():
 def test_ci_runs_the_readme_test_command():
     assert "pip install -e '.[dev]' && python -m pytest" in README
     assert "python -m pytest" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_no_runtime_dependencies():
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert "\ndependencies = []\n" in pyproject
+    assert '\nrequires-python = ">=3.10"\n' in pyproject

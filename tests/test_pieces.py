@@ -186,3 +186,11 @@ def test_an_action_keeps_its_arguments_as_json_text_so_it_stays_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         action.tool = "other"
     assert Action("refund", "{broken").args == "{broken"  # kept raw: the loop reports it
+
+
+def test_in_jupyter_a_context_shows_as_its_story():
+    pretty = pytest.importorskip("IPython.lib.pretty")
+    ctx = Context().add(Message(USER, "hi"), Message(ASSISTANT, "say hello", name="bot", tool="final_answer",
+                                                     args='{"answer": "hello"}'),
+                        Message(TOOL, "hello", name="final_answer"))
+    assert pretty.pretty(ctx) == 'you asked: "hi"\n  bot thought: say hello\n    -> final_answer returned: hello'
