@@ -12,7 +12,7 @@ notes make a sensible story (a run's invariants are checked on top of it).
 import json
 from dataclasses import dataclass, fields
 
-from microagent.message import ASSISTANT, TOOL, USER, Message
+from microagent.message import ASSISTANT, USER, Message
 
 FORMAT = "microagent.context/1"  # written into every saved notebook, checked on load
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from microagent import (ASSISTANT, CANCELLED, DONE, ERROR, OUT_OF_STEPS, PAUSED, SYSTEM, TOOL, USER,
-                        Action, Agent, Context, Message, Tool, approve, as_tool, deny, final_answer, gate,
+                        Action, Agent, Context, Message, approve, as_tool, deny, final_answer, gate,
                         replay, scripted, story)
 
 
