@@ -44,6 +44,9 @@ class Agent:
                  system: str | None = None, max_steps: int = 10):
         self.policy, self.name, self.description = policy, name, description
         self.system, self.max_steps = system, max_steps
+        if not callable(policy) or not all(isinstance(t, Tool) for t in tools):
+            raise TypeError("an Agent takes a policy (a function: context, tools -> Action) and a list of "
+                            "Tools (make one from a function with @as_tool)")
         self.tools = {t.name: t for t in tools}
         if len(self.tools) != len(tools):
             raise ValueError(f"two tools share a name: {[t.name for t in tools]}")

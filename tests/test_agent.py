@@ -306,3 +306,12 @@ def test_any_brain_ends_within_max_steps_and_every_decision_gets_a_result(batche
             assert r.content.startswith(ERROR + "there is no tool named")
     assert (last.stop == DONE) == (ctx.last().name == "final_answer" and not ctx.last().content.startswith(ERROR))
     json.loads(ctx.to_json())
+
+
+def test_an_agent_refuses_a_bare_function_where_a_tool_belongs():
+    def look_up(order_id: str) -> str:
+        return order_id
+    with pytest.raises(TypeError, match="make one from a function with @as_tool"):
+        Agent(scripted(), [look_up])
+    with pytest.raises(TypeError, match="takes a policy"):
+        Agent("not a brain", [final_answer])
