@@ -13,13 +13,20 @@ let a human decide in another process days later, write their verdict with
 A verdict is a user note about a tool call: `tool` names the call, `name` who
 decided, and `args` the arguments approved (None for a denial). The tool runs
 exactly with what was approved, and the notebook keeps both what the brain
-asked for and what ran. Signing verdicts against forgery belongs to hosting.
+asked for (the decision note) and what the human approved (the verdict).
+
+A verdict that can't be right is refused before anything is written: nothing
+waiting, a notebook that breaks the rules of microagent.invariants, a verdict
+for another tool than the waiting one, or edited arguments that don't fit the
+tool (to check those, `approve` needs the tool: `tool=...`). Signing verdicts
+against forgery belongs to hosting; here the saved notebook is the user's own.
 """
 
 import functools
 import json
 
 from microagent.context import Context
+from microagent.invariants import check
 from microagent.message import USER, Message
 from microagent.tool import Tool
 
@@ -34,21 +41,37 @@ def gate(tool: Tool, approver, by: str = "a human") -> Tool:
     return Tool(tool.name, tool.description, gated, tool.terminal)
 
 
-def approve(ctx: Context, by: str = "a human", args: dict | None = None) -> Context:
-    """The notebook with a yes on the waiting decision (with edited arguments, if given)."""
-    pending = _waiting(ctx)
-    approved = pending.args if args is None else json.dumps(args, ensure_ascii=False)
-    return ctx.add(Message(USER, "approved", name=by, tool=pending.tool, args=approved))
+def approve(ctx: Context, by: str = "a human", args: dict | None = None, *, tool: Tool | None = None) -> Context:
+    """The notebook with a yes on the waiting decision: as the brain asked, or with edited `args`.
+
+    Edited arguments are checked against `tool` (the waiting tool) before anything is written.
+    """
+    pending = _waiting(ctx, tool)
+    if args is None:
+        return ctx.add(Message(USER, "approved", name=by, tool=pending.tool, args=pending.args))
+    if tool is None:
+        raise ValueError(f"to check the edited arguments, pass the tool: approve(ctx, by, args, tool=...) "
+                         f"with the {pending.tool} tool")
+    problem = tool.check(args) if isinstance(args, dict) else "the arguments must be a dict"
+    if problem:
+        raise ValueError(f"the edited arguments don't fit {tool.name}: {problem}")
+    return ctx.add(Message(USER, "approved", name=by, tool=pending.tool, args=json.dumps(args, ensure_ascii=False)))
 
 
-def deny(ctx: Context, reason: str, by: str = "a human") -> Context:
-    """The notebook with a no on the waiting decision; the tool will not run."""
-    pending = _waiting(ctx)
+def deny(ctx: Context, reason: str, by: str = "a human", *, tool: Tool | None = None) -> Context:
+    """The notebook with a no on the waiting decision; the tool will not run, the brain reads `reason`."""
+    pending = _waiting(ctx, tool)
     return ctx.add(Message(USER, reason, name=by, tool=pending.tool))
 
 
-def _waiting(ctx: Context) -> Message:
-    if ctx.pending is None or ctx.last() is not ctx.pending:
-        raise ValueError("nothing in this notebook is waiting for approval" if ctx.pending is None
-                         else f"{ctx.pending.tool} has been decided on already")
-    return ctx.pending
+def _waiting(ctx: Context, tool: Tool | None) -> Message:
+    """The decision waiting for a verdict, or a ValueError that says why there is none."""
+    check(ctx)  # a notebook that breaks the rules gets no verdict
+    pending = ctx.pending
+    if pending is None:
+        raise ValueError("nothing in this notebook is waiting for approval")
+    if pending is not ctx.last():
+        raise ValueError(f"{pending.tool} has a verdict already: resume the run with agent.run(context=ctx)")
+    if tool is not None and tool.name != pending.tool:
+        raise ValueError(f"the run is waiting for a verdict on {pending.tool}, not on {tool.name}")
+    return pending

@@ -1,0 +1,98 @@
+"""Human approval that can wait: the run pauses, the process exits, a human decides later.
+
+    python examples/pause_resume.py start run.json
+    python examples/pause_resume.py approve run.json --by alice
+    python examples/pause_resume.py approve run.json --by alice --args '{"order_id": "A1234", "amount": 70}'
+    python examples/pause_resume.py deny run.json --by alice --reason "send the headphones back first"
+
+`start` runs the refund office until the brain asks for the refund. The refund
+needs a human's approval, so the run pauses before it: the notebook is saved to
+the file, and the process ends. `approve` or `deny` is a new process (next
+week, on another machine): it loads the notebook, checks it, writes the
+human's verdict into it, and lets the agent finish. The finished notebook goes
+back into the same file, and its story is printed.
+
+Nothing else is kept anywhere: the file is the whole state of the run.
+"""
+
+import argparse
+import json
+import pathlib
+import sys
+
+from microagent import Action, Agent, Context, Tool, approve, deny, final_answer, story
+from microagent.demo import QUESTION, check_policy, issue_refund, look_up_order, support_brain
+from microagent.invariants import check
+
+# the demo's refund coworker, but this one waits for a human instead of asking on the spot
+refund = Tool(issue_refund.name, issue_refund.description, issue_refund.fn, needs_approval=True)
+
+
+def brain(ctx: Context, tools) -> Action:
+    """The demo's support brain, plus what to tell the customer once a human has ruled."""
+    last = ctx.last()
+    if last.name == refund.name and last.content.startswith("denied"):
+        reason = ctx[-2].content  # the verdict note, just before the result
+        return Action("final_answer", {"answer": f"Sorry, I can't refund this yet: {reason}."},
+                      "the refund was denied, so tell the customer why")
+    if last.name == refund.name and "refunded" in last.content:
+        return Action("final_answer", {"answer": f"Done: {last.content}, there in 3 to 5 days."},
+                      "the refund went through, so tell the customer what was refunded")
+    return support_brain(ctx, tools)
+
+
+agent = Agent(brain, [look_up_order, check_policy, refund, final_answer], name="support")
+
+
+def start(path: pathlib.Path) -> None:
+    ctx = agent.run(QUESTION)
+    path.write_text(ctx.to_json(), encoding="utf-8")
+    print(story(ctx))
+    print(f"\nwaiting for a human: {ctx.pending.tool} {ctx.pending.args}")
+    print(f"saved to {path.name}; decide with: approve {path.name} [--by NAME] [--args JSON]"
+          f" or deny {path.name} --reason TEXT")
+
+
+def finish(path: pathlib.Path, options: argparse.Namespace) -> None:
+    ctx = check(Context.from_json(path.read_text(encoding="utf-8")))  # the file may have been edited
+    if options.command == "approve":
+        args = None if options.args is None else _parse(options.args)
+        ctx = approve(ctx, by=options.by, args=args, tool=refund)
+    else:
+        ctx = deny(ctx, options.reason, by=options.by, tool=refund)
+    ctx = agent.run(context=ctx)
+    path.write_text(ctx.to_json(), encoding="utf-8")
+    print(story(ctx))
+
+
+def _parse(text: str) -> dict:
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        raise ValueError(f"--args must be a JSON object: {e}") from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="pause_resume.py", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("start", help="run until the refund waits for a human").add_argument("file")
+    yes = commands.add_parser("approve", help="approve the waiting refund and finish the run")
+    yes.add_argument("file")
+    yes.add_argument("--by", default="a human", help="who approves")
+    yes.add_argument("--args", help="edited arguments, as a JSON object")
+    no = commands.add_parser("deny", help="deny the waiting refund and finish the run")
+    no.add_argument("file")
+    no.add_argument("--by", default="a human", help="who denies")
+    no.add_argument("--reason", required=True, help="why: the brain reads it")
+    options = parser.parse_args(argv)
+    path = pathlib.Path(options.file)
+    try:
+        start(path) if options.command == "start" else finish(path, options)
+    except (OSError, ValueError) as e:  # a missing file, broken JSON, a verdict that can't be right
+        print(f"{parser.prog}: error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
