@@ -1,0 +1,67 @@
+"""Recovering from errors: a tool that tries again, and a tool that keeps its secrets.
+
+The loop already writes a tool's exception into the notebook as an error note,
+and the brain reads it on its next turn (errors are notes). Here is the other
+half, each a Tool wrapping a Tool:
+
+`retrying(tool, attempts=3)` calls a flaky tool again when it raises, a bounded
+number of times, waiting a little longer before each new try. When a retry was
+needed the result says so, "(on attempt 2 of 3; the last failure: ...)", so
+the notebook shows it; when every attempt fails, the brain gets an error note
+that says how many attempts were made and how the last one failed.
+
+`hiding(tool, report)` is for a tool whose exceptions may hold secrets (a key
+in a URL, a card number in a database error). The brain sees only a generic
+error note; the exception itself, in full, goes to `report`, a function the
+developer chooses: `errors.append`, or a logger that only the developer reads.
+
+A wrapped tool keeps the name, description and argument schema of the tool it
+wraps (functools.wraps), so the brain can't tell it apart. Neither wrapper
+retries a brain's own mistakes (arguments that don't fit never reach the tool),
+and neither stops a tool that hangs: a timeout belongs to the tool itself.
+"""
+
+import dataclasses
+import functools
+import time
+
+from microagent.message import Message
+from microagent.tool import Tool
+
+
+def retrying(tool: Tool, attempts: int = 3, wait: float = 0.0, on: tuple = (Exception,), sleep=time.sleep) -> Tool:
+    """`tool`, tried again when it raises one of `on`: `attempts` tries in all, waiting wait, 2*wait, 4*wait..."""
+    if attempts < 1:
+        raise ValueError("a tool needs at least one attempt")
+
+    @functools.wraps(tool.fn)  # the wrapper takes exactly the arguments the tool takes
+    def retried(**args):
+        failed = None  # what went wrong last time, for the notebook
+        for attempt in range(1, attempts + 1):
+            if failed is not None:
+                sleep(wait * 2 ** (attempt - 2))
+            try:
+                out = tool(**args)
+            except on as e:  # anything else (a bug, say) is not worth trying again
+                failed = f"{type(e).__name__}: {e}"
+                continue
+            if failed is None:
+                return out
+            said = f" (on attempt {attempt} of {attempts}; the last failure: {failed})"
+            return dataclasses.replace(out, content=out.content + said) if isinstance(out, Message) else out + said
+        raise RuntimeError(f"gave up after {attempts} attempts; the last failure: {failed}")
+    return Tool(tool.name, tool.description, retried, tool.terminal, tool.needs_approval)
+
+
+def hiding(tool: Tool, report, said: str = "it failed; the details went to the developer") -> Tool:
+    """`tool`, whose exceptions reach the brain as `said` and reach `report(exception)` in full."""
+    @functools.wraps(tool.fn)
+    def hidden(**args):
+        try:
+            return tool(**args)
+        except Exception as e:
+            report(e)
+        # subtle: raised here, after the except block, so the new exception has no link
+        # (__context__) back to the one with the secret, for a traceback to print
+        raise RuntimeError(said)
+    return Tool(tool.name, tool.description, hidden, tool.terminal, tool.needs_approval)

@@ -1,0 +1,128 @@
+"""Recovering from errors: retrying a flaky tool, and hiding a tool's secrets from the brain."""
+
+import pytest
+
+from hard_parts import run_checked
+from microagent import TOOL, Action, Agent, Message, Tool, as_tool, final_answer, scripted
+from microagent.retry import hiding, retrying
+
+
+def flaky(failures: int, error=ConnectionError):
+    """A tool that raises `failures` times, then works; it keeps count of its calls."""
+    calls = []
+
+    @as_tool
+    def fetch(url: str) -> str:
+        """Fetch a page."""
+        calls.append(url)
+        if len(calls) <= failures:
+            raise error(f"dropped (call {len(calls)})")
+        return f"the page at {url}"
+    return fetch, calls
+
+
+def one_call(tool: Tool) -> Message:
+    """Run an agent that calls `tool` once and stops; hand back the result note."""
+    agent = Agent(scripted(Action(tool.name, {"url": "x.org"}), Action("final_answer", {"answer": "ok"})),
+                  [tool, final_answer])
+    return run_checked(agent, "fetch x.org")[2]
+
+
+def test_a_flaky_tool_is_tried_again_and_the_result_says_so():
+    fetch, calls = flaky(2)
+    waits = []
+    note = one_call(retrying(fetch, attempts=3, wait=0.5, sleep=waits.append))
+    assert note == Message(TOOL, "the page at x.org (on attempt 3 of 3; the last failure: "
+                                 "ConnectionError: dropped (call 2))", name="fetch")
+    assert len(calls) == 3 and waits == [0.5, 1.0]  # waiting longer before each new try
+
+
+def test_a_tool_that_works_at_once_is_left_as_it_is():
+    fetch, calls = flaky(0)
+    assert one_call(retrying(fetch, sleep=pytest.fail)) == Message(TOOL, "the page at x.org", name="fetch")
+    assert len(calls) == 1
+
+
+def test_the_attempts_are_bounded_and_giving_up_is_an_error_note():
+    fetch, calls = flaky(10)
+    note = one_call(retrying(fetch, attempts=3, sleep=lambda s: None))
+    assert note.content == ("error: fetch failed: RuntimeError: gave up after 3 attempts; "
+                            "the last failure: ConnectionError: dropped (call 3)")
+    assert len(calls) == 3
+
+
+def test_only_the_errors_named_are_tried_again():
+    fetch, calls = flaky(1, error=ValueError)  # a bug, not a bad connection: trying again won't help
+    note = one_call(retrying(fetch, on=(ConnectionError, TimeoutError), sleep=pytest.fail))
+    assert note.content == "error: fetch failed: ValueError: dropped (call 1)" and len(calls) == 1
+
+
+def test_a_wrapped_tool_looks_exactly_like_the_tool_it_wraps():
+    @as_tool(terminal=True, needs_approval=True)
+    def send(to: str, times: int = 1) -> str:
+        """Send a letter."""
+        return f"sent to {to}"
+    for wrapped in (retrying(send), hiding(send, print)):
+        assert (wrapped.name, wrapped.description, wrapped.terminal, wrapped.needs_approval) == (
+            "send", "Send a letter.", True, True)
+        assert wrapped.schema == send.schema
+        assert wrapped.check({"to": 3}) == send.check({"to": 3})
+
+
+def test_an_agent_used_as_a_tool_keeps_its_notes_when_retried():
+    tries = []
+
+    def brain(ctx, tools):
+        tries.append(1)
+        if len(tries) == 1:
+            raise TimeoutError("the model took too long")
+        return Action("final_answer", {"answer": "the page says hi"})
+
+    helper = Agent(brain, [final_answer], name="reader").as_tool()
+    note = run_checked(Agent(scripted(Action("reader", {"request": "read x.org"}),
+                                      Action("final_answer", {"answer": "ok"})), [retrying(helper), final_answer]),
+                       "go")[2]
+    assert note.content == ("the page says hi (on attempt 2 of 3; the last failure: TimeoutError: "
+                            "the model took too long)")
+    assert note.notes[-1] == Message(TOOL, "the page says hi", name="final_answer")
+
+
+def test_at_least_one_attempt():
+    with pytest.raises(ValueError, match="at least one attempt"):
+        retrying(final_answer, attempts=0)
+
+
+SECRET = "sk-demo-0000-not-a-real-key"
+
+
+@as_tool
+def charge(amount: float) -> str:
+    """Charge a card."""
+    raise PermissionError(f"gateway said 401 for key {SECRET}")
+
+
+def test_a_hidden_error_reaches_the_brain_generic_and_the_developer_in_full():
+    errors = []
+    agent = Agent(scripted(Action("charge", {"amount": 5}), Action("final_answer", {"answer": "sorry"})),
+                  [hiding(charge, errors.append), final_answer])
+    ctx = run_checked(agent, "pay")
+    assert ctx[2] == Message(TOOL, "error: charge failed: RuntimeError: it failed; the details went to the "
+                                   "developer", name="charge")
+    assert SECRET not in ctx.to_json()  # nowhere in the notebook
+    assert [(type(e), str(e)) for e in errors] == [(PermissionError, f"gateway said 401 for key {SECRET}")]
+
+
+def test_the_generic_error_carries_no_link_back_to_the_secret():
+    hidden = hiding(charge, lambda e: None, said="payment failed")
+    with pytest.raises(RuntimeError) as e:
+        hidden(amount=5)
+    assert str(e.value) == "payment failed"
+    assert e.value.__context__ is None and e.value.__cause__ is None  # a traceback can't print the original
+
+
+def test_retried_then_hidden_the_attempts_happen_and_the_secret_stays_out():
+    errors = []
+    fetch, calls = flaky(5, error=lambda text: ConnectionError(f"{text}, token={SECRET}"))
+    note = one_call(hiding(retrying(fetch, attempts=2, sleep=lambda s: None), errors.append))
+    assert len(calls) == 2 and SECRET not in note.content
+    assert SECRET in str(errors[0])  # the developer sees how it ended, the secret included
