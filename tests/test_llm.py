@@ -1,0 +1,485 @@
+"""The LLM brain against a stand-in model server on 127.0.0.1: the wire, the office, every failure."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from llm_server import chunks, error, page, reply, serve
+from microagent import (ASSISTANT, CANCELLED, SYSTEM, TOOL, USER, Action, Agent, Context,
+                        Message, approve, as_tool, decisions, deny, final_answer, scripted, story)
+from microagent.demo import QUESTION, check_policy, look_up_order, support_agent
+from microagent.llm import (IN_WORDS, LLMError, Usage, chat_policy, read_actions, read_move, recorded,
+                            replayed, to_actions, to_messages, to_request)
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "llm_agent.py"
+
+
+@as_tool
+def add(a: int, b: int) -> int:
+    """Add two whole numbers."""
+    return a + b
+
+
+@as_tool(needs_approval=True)
+def pay(amount: int) -> str:
+    """Pay an amount in dollars."""
+    return f"paid ${amount}"
+
+
+@pytest.fixture
+def stand_in():
+    """Start stand-in model servers with scripted replies; all are closed after the test."""
+    started = []
+
+    def start(*script):
+        started.append(serve(list(script)))
+        return started[-1]
+    yield start
+    for server in started:
+        server.close()
+
+
+def instant(waits: list):
+    """A sleep that only writes down how long it was asked to wait."""
+    return waits.append
+
+
+def texts(steps) -> list[str]:
+    return [s.event for s in steps if isinstance(s.event, str)]
+
+
+# --- the wire: what goes out -------------------------------------------------------------
+
+def test_the_request_is_the_notebook_as_chat_messages_and_the_tools_as_function_specs(stand_in):
+    server = stand_in(reply("Adding.", calls=[("add", '{"a": 2, "b": 3}')]), reply("It is 5."))
+    agent = Agent(chat_policy("tiny", server.url, stream=False), [add, final_answer], system="You add.")
+    ctx = agent.run("2 + 3?")
+    # system, user, assistant, tool, assistant, tool
+    assert [m.role for m in ctx] == [SYSTEM, USER, ASSISTANT, TOOL, ASSISTANT, TOOL]
+    first, second = server.requests
+    assert first == {
+        "model": "tiny",
+        "messages": [{"role": "system", "content": "You add."}, {"role": "user", "content": "2 + 3?"}],
+        "tools": [
+            {"type": "function", "function": {"name": "add", "description": "Add two whole numbers.", "parameters": {
+                "type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                "required": ["a", "b"]}}},
+            {"type": "function", "function": {
+                "name": "final_answer",
+                "description": "Give the final answer to the person who asked; this ends the run.",
+                "parameters": {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}}}],
+        "temperature": 0.0,
+        "stream": False,
+    }
+    # the model's own id (call_abc0) is not kept: the id is the decision's position in the notebook
+    assert second["messages"][2:] == [
+        {"role": "assistant", "content": "Adding.", "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "5"}]
+    assert server.headers[0]["Content-Type"] == "application/json"
+    assert "Authorization" not in server.headers[0]  # no key given, none sent
+
+
+def test_the_same_notebook_always_gives_the_same_request_even_after_a_save_and_load():
+    ctx = Agent(scripted(Action("add", {"a": 1, "b": 2}), Action("add", {"a": 3, "b": 3}),
+                         Action("final_answer", {"answer": "6"})), [add, final_answer]).run("1 + 2 + 3?")
+    request = to_request(ctx, (add, final_answer), "tiny")
+    assert request == to_request(Context.from_json(ctx.to_json()), (add, final_answer), "tiny")
+    ids = [(m.get("tool_calls") or [{}])[0].get("id") or m.get("tool_call_id") for m in request["messages"][1:]]
+    assert ids == ["call_1", "call_1", "call_2", "call_2", "call_3", "call_3"]
+
+
+def test_a_humans_approval_travels_inside_the_tool_result_with_the_arguments_approved():
+    agent = Agent(scripted(Action("pay", {"amount": 90}, "pay it"), Action("final_answer", {"answer": "ok"})),
+                  [pay, final_answer])
+    paused = agent.run("pay the plumber")
+    ctx = agent.run(context=approve(paused, by="alice", args={"amount": 80}, tool=pay))
+    messages = to_messages(ctx)
+    # user, assistant (asked for 90), tool (alice approved 80), assistant, tool: no user note between
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant", "tool"]
+    assert messages[1]["tool_calls"][0]["function"]["arguments"] == '{"amount": 90}'
+    assert messages[2] == {"role": "tool", "tool_call_id": "call_1",
+                           "content": 'approved by alice with {"amount": 80}: paid $80'}
+    denied = agent.run(context=deny(paused, "too much", by="bob"))
+    assert to_messages(denied)[2] == {"role": "tool", "tool_call_id": "call_1", "content": "denied by bob: too much"}
+
+
+def test_an_out_of_steps_note_is_a_plain_assistant_message_and_inner_notes_stay_home():
+    helper = Agent(scripted(Action("add", {"a": 1, "b": 1}), Action("final_answer", {"answer": "2"})),
+                   [add, final_answer], name="helper", description="adds for you")
+    boss = Agent(scripted(Action("helper", {"request": "1 + 1"})), [helper.as_tool(), final_answer], max_steps=1)
+    ctx = boss.run("ask the helper")
+    assert len(ctx[2].notes) == 5  # the helper's whole run is in the notebook...
+    assert to_messages(ctx)[2:] == [  # ...but only its answer goes over the wire
+        {"role": "tool", "tool_call_id": "call_1", "content": "2"},
+        {"role": "assistant", "content": "out of steps: stopped after 1 turns without an answer"}]
+
+
+# --- the reply: what comes back ------------------------------------------------------------
+
+def test_several_tool_calls_in_one_reply_all_run_in_order(stand_in):
+    server = stand_in(reply(calls=[("add", '{"a": 1, "b": 1}'), ("add", '{"a": 2, "b": 2}')]), reply("2 and 4"))
+    ctx = Agent(chat_policy("tiny", server.url), [add, final_answer]).run("1 + 1 and 2 + 2?")
+    # user, assistant, tool, assistant, tool (both calls of the first reply), assistant, tool
+    assert [(m.role, m.tool or m.name, m.content) for m in ctx][1:5] == [
+        (ASSISTANT, "add", ""), (TOOL, "add", "2"), (ASSISTANT, "add", ""), (TOOL, "add", "4")]
+    assert len(server.requests) == 2  # one request per reply, not per tool call
+
+
+def test_the_models_mistakes_come_back_to_it_as_notes_and_it_gets_to_fix_them(stand_in):
+    server = stand_in(reply(calls=[("add", '{"a": 2, "b": ')]),   # broken JSON
+                      reply(calls=[("subtract", '{"a": 2}')]),     # no such tool
+                      reply(calls=[("add", '{"a": 2, "b": "3"}')]),  # does not fit the schema
+                      reply(calls=[("add", '{"a": 2, "b": 3}')]), reply("5"))
+    ctx = Agent(chat_policy("tiny", server.url), [add, final_answer]).run("2 + 3?")
+    errors = [m.content for m in ctx if m.role == TOOL][:3]
+    assert errors[0].startswith("error: the arguments are not valid JSON")
+    assert errors[1] == "error: there is no tool named 'subtract'; the tools are: add, final_answer"
+    assert errors[2] == "error: bad arguments for add: b must be integer, not str '3'"
+    assert ctx.last().content == "5"
+    # the model read each error as the result of its own call, with the call as it sent it
+    assert server.requests[1]["messages"][1:] == [
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "add", "arguments": '{"a": 2, "b": '}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": errors[0]}]
+
+
+def test_a_reply_in_words_is_the_final_answer_and_an_empty_one_is_an_error_note(stand_in):
+    assert to_actions({"role": "assistant", "content": "  It is 5.\n"}) == [
+        Action("final_answer", {"answer": "It is 5."}, IN_WORDS)]
+    server = stand_in(reply(""), reply("It is 5."))
+    ctx = Agent(chat_policy("tiny", server.url), [add, final_answer]).run("2 + 3?")
+    assert ctx[1].content == "(the reply was empty)"
+    assert ctx[2].content == "error: bad arguments for final_answer: missing answer (it takes: answer)"
+    assert ctx.last() == Message(TOOL, "It is 5.", name="final_answer")
+
+
+def test_an_llm_brain_without_final_answer_among_the_tools_says_so(stand_in):
+    server = stand_in(reply("hi"))
+    with pytest.raises(ValueError, match="needs the final_answer tool"):
+        Agent(chat_policy("tiny", server.url), [add]).run("hello")
+    assert server.requests == []  # said before any request
+
+
+# --- streaming ----------------------------------------------------------------------------
+
+SCRIPTS = {
+    "words": [reply("Good news: it is 5, my friend.")],
+    "one call, words around it": [reply("Let me add.", calls=[("add", '{"a": 2, "b": 3}')]), reply("5")],
+    "two calls": [reply(calls=[("add", '{"a": 10, "b": 20}'), ("add", '{"a": 1, "b": 2}')]), reply("30, 3")],
+    "unicode split": [reply("Voilà: ½ of 10 is 5 ✓")],
+    "broken arguments": [reply(calls=[("add", '{"a": 2,, "b": 3}')]), reply("gave up")],
+}
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_a_streamed_reply_gives_exactly_the_notebook_a_whole_one_gives(stand_in, name):
+    whole, streamed = stand_in(*SCRIPTS[name]), stand_in(*SCRIPTS[name])
+    agent = Agent(chat_policy("tiny", whole.url, stream=False), [add, final_answer])
+    slow = list(agent.steps("go"))
+    agent.policy = chat_policy("tiny", streamed.url, stream=True)  # swap the brain, keep the body
+    fast = list(agent.steps("go"))
+    assert fast[-1].context == slow[-1].context
+    assert "".join(texts(fast)) == "".join(texts(slow))  # the same words, in more pieces
+    assert streamed.requests[0]["stream"] is True
+    assert streamed.requests[0]["stream_options"] == {"include_usage": True}
+
+
+def test_streamed_text_arrives_in_pieces_that_split_words(stand_in):
+    server = stand_in(reply("Good news: it is 5."))
+    steps = list(Agent(chat_policy("tiny", server.url), [final_answer]).steps("2 + 3?"))
+    assert texts(steps) == ["Goo", "d n", "ews", ": i", "t i", "s 5", "."]
+
+
+def test_streamed_tool_call_arguments_are_put_back_together_from_fragments(stand_in):
+    pieces = chunks(reply(calls=[("add", '{"a": 12, "b": 30}')])["message"], None)
+    fragments = [c["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"]
+                 for c in pieces if "tool_calls" in c["choices"][0]["delta"]]
+    assert fragments == ["", '{"a', '": ', "12,", ' "b', '": ', "30}"]  # split mid-token
+    server = stand_in(reply(calls=[("add", '{"a": 12, "b": 30}')]), reply("42"))
+    ctx = Agent(chat_policy("tiny", server.url), [add, final_answer]).run("12 + 30?")
+    assert ctx[1].args == '{"a": 12, "b": 30}' and ctx[2].content == "42"
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_the_tokens_each_reply_cost_are_an_event_of_its_step(stand_in, stream):
+    server = stand_in(reply(calls=[("add", '{"a": 2, "b": 3}')], usage=(50, 7)), reply("5", usage=(70, 2)))
+    steps = list(Agent(chat_policy("tiny", server.url, stream=stream), [add, final_answer]).steps("2 + 3?"))
+    assert [s.event for s in steps if isinstance(s.event, Usage)] == [Usage(50, 7, 57), Usage(70, 2, 72)]
+
+
+# --- the refund office, with either brain ---------------------------------------------------
+
+def office_replies(final_as_words: bool) -> list[dict]:
+    """The stand-in model makes the very moves the rule-based support_brain makes."""
+    last = (reply("Good news, A1234 qualifies. I refunded $79 to your card, here in 3 to 5 days.")
+            if final_as_words else
+            reply("all set, time to reply to the customer", calls=[("final_answer", json.dumps(
+                {"answer": "Good news, A1234 qualifies. I refunded $79 to your card, here in 3 to 5 days."}))]))
+    return [reply("let me pull up the order first", calls=[("look_up_order", '{"order_id": "A1234"}')]),
+            reply("now check if it qualifies", calls=[("check_policy", '{"order_id": "A1234"}')]),
+            reply("it qualifies, and a refund needs a human to sign off",
+                  calls=[("issue_refund", '{"order_id": "A1234", "amount": 79}')]),
+            last]
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_the_refund_office_runs_unchanged_with_an_llm_brain(stand_in, stream):
+    by_rules = support_agent().run(QUESTION)
+    server = stand_in(*office_replies(final_as_words=False))
+    agent = support_agent(policy=chat_policy("stand-in", server.url, stream=stream))
+    # the body is the same: the very same coworkers (the refund is gated anew by each office)
+    assert agent.tools["look_up_order"] is look_up_order and agent.tools["check_policy"] is check_policy
+    assert agent.tools["final_answer"] is final_answer
+    assert agent.run(QUESTION) == by_rules  # the same notebook, note for note
+    # and the model saw each coworker's result, the human's approval included
+    assert server.requests[3]["messages"][-1] == {
+        "role": "tool", "tool_call_id": "call_3", "content": "approved by a human, $79 refunded to the original card"}
+
+
+def test_a_model_that_answers_in_words_tells_a_story_of_the_same_shape(stand_in):
+    by_rules = support_agent().run(QUESTION)
+    server = stand_in(*office_replies(final_as_words=True))
+    by_model = support_agent(policy=chat_policy("stand-in", server.url)).run(QUESTION)
+    assert [(m.role, m.tool, m.name) for m in by_model] == [(m.role, m.tool, m.name) for m in by_rules]
+    assert by_model.messages[:-2] == by_rules.messages[:-2]
+    assert by_model.last() == by_rules.last()  # the same answer, through the same final_answer tool
+    assert story(by_model).splitlines()[-2] == f"  support thought: {IN_WORDS}"
+
+
+# --- failures: each says what to do ---------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def ask(policy, tools=(final_answer,)):
+    """Run one decision of a policy by hand: its events, then its Actions."""
+    events, out = [], policy(Context((Message(USER, "hi"),)), tools)
+    try:
+        while True:
+            events.append(next(out))
+    except StopIteration as end:
+        return events, end.value
+
+
+def test_nobody_listening_asks_whether_the_server_is_running():
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    with pytest.raises(LLMError, match="connection refused. Is the model server running") as e:
+        ask(chat_policy("tiny", url))
+    assert url in str(e.value)
+
+
+def test_a_refused_key_says_check_the_key_and_never_shows_it(stand_in, monkeypatch):
+    secret = "sk-test-0123456789-secret"
+    monkeypatch.setenv("STAND_IN_KEY", secret)
+    server = stand_in(error(401, f"Incorrect API key provided: {secret}"))
+    policy = chat_policy("tiny", server.url, api_key_env="STAND_IN_KEY")
+    with pytest.raises(LLMError, match=r"HTTP 401\): check the API key; the key in \$STAND_IN_KEY") as e:
+        ask(policy)
+    assert server.headers[0]["Authorization"] == f"Bearer {secret}"  # it was sent...
+    assert secret not in str(e.value) and secret not in repr(policy)  # ...and is never shown
+    assert len(server.requests) == 1  # a wrong key is not tried again
+
+
+def test_a_key_the_server_repeats_in_another_error_is_blanked_out(stand_in):
+    server = stand_in(error(400, "bad request from key sk-abc"))
+    with pytest.raises(LLMError) as e:
+        ask(chat_policy("tiny", server.url, api_key="sk-abc"))
+    assert "sk-abc" not in str(e.value) and "[the key]" in str(e.value)
+    assert "try native_tools=False" in str(e.value)
+
+
+def test_a_missing_key_variable_is_named_when_the_brain_is_made(monkeypatch):
+    monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
+    with pytest.raises(ValueError, match="the environment variable NO_SUCH_KEY_VAR is not set"):
+        chat_policy("tiny", api_key_env="NO_SUCH_KEY_VAR")
+
+
+def test_not_found_points_at_the_model_name_and_the_base_url(stand_in):
+    server = stand_in(error(404, "model 'lama3' not found"))
+    with pytest.raises(LLMError, match=r"404 not found \(the server said: model 'lama3' not found\): "
+                                       r"check the model name 'lama3'"):
+        ask(chat_policy("lama3", server.url))
+
+
+def test_rate_limits_and_server_errors_are_tried_again_as_the_server_asks(stand_in):
+    server = stand_in(error(429, retry_after="7"), error(503), error(502, retry_after="3600"), reply("made it"))
+    waits = []
+    events, actions = ask(chat_policy("tiny", server.url, retries=3, sleep=instant(waits)))
+    assert waits == [7.0, 2.0, 60.0]  # Retry-After; our own backoff (1, 2, 4, ...); a huge ask is capped
+    assert actions == [Action("final_answer", {"answer": "made it"}, IN_WORDS)]
+    assert len(server.requests) == 4
+
+
+def test_retries_are_bounded_then_the_error_is_clear(stand_in):
+    server = stand_in(*[error(429, "slow down", retry_after="1")] * 3)
+    waits = []
+    with pytest.raises(LLMError, match=r"rate limiting \(HTTP 429\), still after 3 tries \(the server said: slow down\)"):
+        ask(chat_policy("tiny", server.url, retries=2, sleep=instant(waits)))
+    assert waits == [1.0, 1.0] and len(server.requests) == 3
+    server = stand_in(*[error(500)] * 2)
+    with pytest.raises(LLMError, match="failed with HTTP 500, 2 times in a row"):
+        ask(chat_policy("tiny", server.url, retries=1, sleep=instant([])))
+
+
+def test_a_slow_server_is_cut_off_by_the_timeout_which_is_named(stand_in):
+    server = stand_in(reply("late", delay=5))
+    start = time.monotonic()
+    with pytest.raises(LLMError, match=r"took longer than timeout=0.2s to start answering"):
+        ask(chat_policy("tiny", server.url, timeout=0.2, stream=False))
+    assert time.monotonic() - start < 3
+
+
+def test_a_stream_that_stalls_is_cut_off_by_the_timeout_too(stand_in):
+    server = stand_in(reply("this will stop half way", stall_after=3))
+    with pytest.raises(LLMError, match=r"timeout=0.2s to send the next piece of the reply"):
+        ask(chat_policy("tiny", server.url, timeout=0.2))
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_server_that_does_not_speak_chat_completions_is_told_apart(stand_in, stream):
+    server = stand_in(page("<html>a web page, not a model</html>"))
+    with pytest.raises(LLMError, match="did not answer like a chat completions API: check the base URL"):
+        ask(chat_policy("tiny", server.url, stream=stream))
+
+
+# --- cancelling ----------------------------------------------------------------------------
+
+def test_cancelling_mid_stream_hangs_up_and_leaves_the_notebook_whole(stand_in):
+    server = stand_in(reply("A long answer that takes a while to write, piece by piece.", pause=0.05),
+                      reply("Short."))
+    agent = Agent(chat_policy("tiny", server.url), [final_answer])
+    cancel, steps = threading.Event(), []
+    for step in agent.steps("tell me", cancel=cancel):
+        steps.append(step)
+        if step.event is not None:
+            cancel.set()  # the caller has seen enough after the first piece
+    assert texts(steps) == ["A l"] and steps[-1].stop == CANCELLED
+    assert steps[-1].context == Context((Message(USER, "tell me"),))  # nothing half written
+    assert server.hung_up.wait(5)  # the HTTP response was closed: the server saw us go
+    # the notebook goes on later, with a fresh request
+    assert agent.run(context=steps[-1].context).last().content == "Short."
+    assert len(server.requests) == 2
+
+
+def test_cancelling_between_steps_starts_no_further_model_call(stand_in):
+    server = stand_in(reply(calls=[("add", '{"a": 1, "b": 1}')]), reply("2"))
+    cancel, steps = threading.Event(), []
+    for step in Agent(chat_policy("tiny", server.url), [add, final_answer]).steps("1 + 1?", cancel=cancel):
+        steps.append(step)
+        if step.result is not None:
+            cancel.set()
+    assert steps[-1].stop == CANCELLED and len(server.requests) == 1
+    assert [m.role for m in steps[-1].context] == [USER, ASSISTANT, TOOL]
+
+
+# --- models without native tool calls: one JSON object a turn -------------------------------
+
+def test_without_native_tools_the_tools_are_described_in_the_prompt(stand_in):
+    server = stand_in(reply('Sure!\n```json\n{"tool": "add", "args": {"a": 2, "b": 3}, "reasoning": "sum it"}\n```'),
+                      reply('{"tool": "final_answer", "args": {"answer": "5"}, "reasoning": "done"}'))
+    agent = Agent(chat_policy("tiny", server.url, native_tools=False), [add, final_answer], system="You add.")
+    ctx = agent.run("2 + 3?")
+    assert decisions(ctx) == [Action("add", {"a": 2, "b": 3}, "sum it"), Action("final_answer", {"answer": "5"}, "done")]
+    first, second = server.requests
+    assert "tools" not in first
+    system = first["messages"][0]
+    assert system["role"] == "system" and system["content"].startswith("You add.\n\nYou work by calling tools.")
+    assert '- add: Add two whole numbers. {"type": "object"' in system["content"]
+    assert second["messages"][2:] == [
+        {"role": "assistant", "content": '{"tool": "add", "args": {"a": 2, "b": 3}, "reasoning": "sum it"}'},
+        {"role": "user", "content": "add returned: 5"}]
+
+
+def test_reading_a_json_move_is_forgiving_but_never_guesses():
+    assert read_move('ok {"note": "not a move"} then {"tool": "add", "args": {"a": 1, "b": 2}}') == \
+        Action("add", {"a": 1, "b": 2})  # the first object *with a tool*
+    assert read_move('{"tool": "add", "args": "{\\"a\\": 1}"}') == Action("add", '{"a": 1}')  # args as text: kept
+    assert read_move("The answer is 5.") == Action("final_answer", {"answer": "The answer is 5."}, IN_WORDS)
+    unreadable = read_move('{"tool": "add", "args": {"a": 1,}}')
+    assert unreadable.tool == "" and "not one JSON object with a tool" in unreadable.reasoning
+
+
+def test_an_unreadable_json_move_becomes_an_error_note_the_model_reads(stand_in):
+    server = stand_in(reply('{"tool": "add", "args": {"a": 1,}}'), reply('{"tool": "final_answer", "args": {"answer": "?"}}'))
+    ctx = Agent(chat_policy("tiny", server.url, native_tools=False), [add, final_answer]).run("1 + ?")
+    assert ctx[2].content.startswith("error: there is no tool named ''; the tools are: add, final_answer")
+    assert server.requests[1]["messages"][-1]["content"].startswith(" returned: error: there is no tool")
+
+
+# --- record a live run, replay it offline ----------------------------------------------------
+
+def test_a_recorded_live_run_replays_offline_to_the_same_notebook(stand_in, tmp_path):
+    server = stand_in(*office_replies(final_as_words=True))
+    path = tmp_path / "run.jsonl"
+    live = support_agent(policy=recorded(chat_policy("stand-in", server.url), path)).run(QUESTION)
+    assert read_actions(path) == decisions(live)
+    assert json.loads(path.read_text().splitlines()[0]) == {
+        "tool": "look_up_order", "args": '{"order_id": "A1234"}', "reasoning": "let me pull up the order first"}
+    server.close()  # offline from here on
+    assert support_agent(policy=replayed(path)).run(QUESTION) == live
+
+
+def test_recording_keeps_step_with_the_notebook_when_a_pause_drops_an_action(tmp_path):
+    path = tmp_path / "run.jsonl"
+    replies = iter([[Action("pay", {"amount": 5}), Action("add", {"a": 1, "b": 1})],  # add is dropped: paused
+                    [Action("add", {"a": 2, "b": 2}), Action("final_answer", {"answer": "done"})]])
+
+    def live(ctx, tools):
+        return next(replies)
+    agent = Agent(recorded(live, path), [pay, add, final_answer])
+    ctx = agent.run(context=approve(agent.run("pay 5, then add"), by="alice"))
+    assert [a.tool for a in read_actions(path)] == ["pay", "add", "final_answer"]
+    again = Agent(replayed(path), [pay, add, final_answer])
+    assert again.run(context=approve(again.run("pay 5, then add"), by="alice")) == ctx
+
+
+def test_a_broken_recording_says_which_line(tmp_path):
+    path = tmp_path / "run.jsonl"
+    path.write_text('{"tool": "add", "args": "{}", "reasoning": ""}\nnot json\n')
+    with pytest.raises(ValueError, match="run.jsonl, line 2: not a recorded action"):
+        read_actions(path)
+
+
+# --- the example script ------------------------------------------------------------------
+
+def run_example(*args, env=None):
+    return subprocess.run([sys.executable, str(EXAMPLE), *args], capture_output=True, text=True, timeout=60, env=env)
+
+
+@pytest.mark.parametrize("flags", [[], ["--no-stream"]])
+def test_the_example_tells_the_story_as_it_streams(stand_in, flags):
+    server = stand_in(*office_replies(final_as_words=True))
+    done = run_example("--base-url", server.url, "--model", "stand-in", *flags)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == f'you asked: "{QUESTION}"'
+    assert "    -> final_answer returned: Good news, A1234 qualifies. I refunded $79 to your card, " \
+           "here in 3 to 5 days." in lines
+    assert "  ... let me pull up the order first" in lines  # the model's words as they came
+    assert "      (tokens: 20 in, 5 out)" in lines
+    assert server.requests[0]["stream"] is (flags == [])
+
+
+def test_the_example_sends_the_key_from_the_named_variable(stand_in):
+    server = stand_in(*office_replies(final_as_words=True))
+    env = {**os.environ, "EXAMPLE_KEY": "sk-example"}
+    done = run_example("--base-url", server.url, "--model", "m", "--api-key-env", "EXAMPLE_KEY", env=env)
+    assert done.returncode == 0, done.stderr
+    assert server.headers[0]["Authorization"] == "Bearer sk-example"
+
+
+def test_the_example_says_what_to_do_when_the_server_is_not_there():
+    done = run_example("--base-url", f"http://127.0.0.1:{free_port()}/v1", "--model", "m")
+    assert done.returncode == 1
+    assert "connection refused. Is the model server running" in done.stderr
