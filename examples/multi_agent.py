@@ -53,12 +53,12 @@ REQUESTS = [("orders", "What is order A1234?"), ("billing", "What can we refund 
 
 
 def manager_brain(ctx: Context, tools) -> Action:
-    """Ask each specialist in turn; then answer with what they said."""
+    """Ask each specialist in turn; then pass on what billing said."""
     heard = [m.content for m in ctx if m.role == TOOL]
     if len(heard) < len(REQUESTS):
         who, request = REQUESTS[len(heard)]
         return Action(who, {"request": request}, f"ask {who}: {request}")
-    return Action("final_answer", {"answer": "; ".join(heard[1:])}, "put what billing said together")
+    return Action("final_answer", {"answer": "billing says: " + "; ".join(heard[1:])}, "pass on what billing said")
 
 
 manager = Agent(manager_brain, [orders.as_tool(), billing.as_tool(), final_answer], name="manager")

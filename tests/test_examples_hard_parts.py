@@ -121,8 +121,8 @@ def test_multi_agent_shows_each_specialists_run_under_the_call(tmp_path):
         "        billing thought: the tool failed, so say so",
         "          -> final_answer returned: I could not check B5678 (error: refund_rules failed: KeyError: 'B5678')",
         "    -> billing returned: I could not check B5678 (error: refund_rules failed: KeyError: 'B5678')",
-        "  manager thought: put what billing said together",
-        "    -> final_answer returned: A1234: up to $79 back; I could not check B5678 "
+        "  manager thought: pass on what billing said",
+        "    -> final_answer returned: billing says: A1234: up to $79 back; I could not check B5678 "
         "(error: refund_rules failed: KeyError: 'B5678')"]
 
 
