@@ -23,7 +23,7 @@ NOTEBOOKS = sorted((pathlib.Path(__file__).resolve().parent.parent / "notebooks"
 def execute(path: pathlib.Path):
     """Run a notebook in a fresh kernel, in its own folder; return the executed copy."""
     nb = nbformat.read(path, as_version=4)
-    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3", record_timing=False,  # no clock in the file
                             resources={"metadata": {"path": str(path.parent)}}).execute()
     return nb
 
