@@ -1,0 +1,292 @@
+"""The pieces the notebooks rebuild agree with the library's, so the two can't drift apart.
+
+Notebooks 01 to 05 each rebuild one piece from nothing (the note, the notebook,
+the coworker, the brain, the loop), and 06 builds the refund office by hand. Their
+last cells check a few cases against microagent. Here each notebook's code cells
+are run in order, as a reader's kernel would run them, and the pieces left
+defined are checked against the library on many more cases: generated notes and
+arguments, and scripted brains that make every mistake a brain can make.
+
+The notebooks are read with the standard library's json, so this runs without
+the jupyter packages; tests/test_notebooks.py checks their committed outputs.
+"""
+
+import contextlib
+import dataclasses
+import io
+import json
+import pathlib
+import types
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import microagent
+from microagent import ASSISTANT, ROLES, TOOL, USER, Action, Agent, Context, Message, demo, scripted, story
+from microagent.tool import schema_of
+
+NOTEBOOKS = pathlib.Path(__file__).resolve().parent.parent / "notebooks"
+
+
+def run_cells(name: str) -> dict:
+    """Run every code cell of notebooks/`name` in order, in a fresh module; hand back its names."""
+    cells = json.loads((NOTEBOOKS / name).read_text(encoding="utf-8"))["cells"]
+    module = types.ModuleType(name.removesuffix(".ipynb"))
+    with contextlib.redirect_stdout(io.StringIO()):  # what the cells print is test_notebooks.py's business
+        for n, cell in enumerate(c for c in cells if c["cell_type"] == "code"):
+            source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            exec(compile(source, f"{name}, code cell {n + 1}", "exec"), module.__dict__)
+    return module.__dict__
+
+
+@pytest.fixture(scope="module")
+def nb01():
+    return run_cells("01_message.ipynb")
+
+
+@pytest.fixture(scope="module")
+def nb02():
+    return run_cells("02_context.ipynb")
+
+
+@pytest.fixture(scope="module")
+def nb03():
+    return run_cells("03_tool.ipynb")
+
+
+@pytest.fixture(scope="module")
+def nb04():
+    return run_cells("04_policy.ipynb")
+
+
+@pytest.fixture(scope="module")
+def nb05():
+    return run_cells("05_agent.ipynb")
+
+
+@pytest.fixture(scope="module")
+def nb06():
+    return run_cells("06_refund_demo.ipynb")
+
+
+def outcome(make, *args, **kwargs):
+    """What a call comes to: ("ok", its value), or the exception's type and message."""
+    try:
+        return "ok", make(*args, **kwargs)
+    except Exception as e:
+        return type(e).__name__, str(e)
+
+
+# --- 01: the note ---------------------------------------------------------------------
+
+def test_01_the_rebuilt_message_has_the_library_fields_and_defaults(nb01):
+    fields = [(f.name, f.default) for f in dataclasses.fields(nb01["Message"])]
+    assert fields == [(f.name, f.default) for f in dataclasses.fields(Message)]
+    assert nb01["ROLES"] == ROLES
+    assert nb01["Message"].__dataclass_params__.frozen
+
+
+anything = st.one_of(st.none(), st.text(max_size=4), st.sampled_from(ROLES + ("boss",)), st.integers(),
+                     st.dictionaries(st.text(max_size=2), st.integers(), max_size=1))
+
+
+@given(role=anything, content=anything, name=anything, tool=anything, args=anything,
+       notes=st.sampled_from(["none", "one of its own", "a list", "a string inside"]))
+def test_01_the_rebuilt_message_accepts_and_refuses_like_the_library(nb01, role, content, name, tool, args, notes):
+    def make(cls):
+        inner = {"none": (), "one of its own": (cls(USER, "hi"),), "a list": [cls(USER, "hi")],
+                 "a string inside": ("hi",)}[notes]
+        kind, value = outcome(cls, role, content, name, tool, args, inner)
+        return (kind, dataclasses.astuple(value)) if kind == "ok" else (kind, value)
+    assert make(nb01["Message"]) == make(Message)
+
+
+# --- 02: the notebook -----------------------------------------------------------------
+
+text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=6)
+leaf = st.builds(Message, st.sampled_from(ROLES), text, st.none() | text, st.none() | text, st.none() | text)
+notes = st.lists(st.one_of(leaf, st.builds(lambda m, inner: dataclasses.replace(m, notes=tuple(inner)),
+                                           leaf, st.lists(leaf, max_size=2))), max_size=5)
+
+
+@given(notes)
+def test_02_the_rebuilt_notebook_saves_the_same_text_and_loads_it_back(nb02, msgs):
+    ours = nb02["Context"](tuple(msgs))
+    saved = nb02["to_json"](ours)
+    assert saved == Context(tuple(msgs)).to_json()
+    assert nb02["from_json"](saved) == ours
+    assert Context.from_json(saved).messages == ours.messages
+    assert (len(ours), ours.last(), list(ours)) == (len(Context(tuple(msgs))), Context(tuple(msgs)).last(), msgs)
+
+
+def test_02_the_rebuilt_notebook_adds_like_the_library(nb02):
+    ours, theirs = nb02["Context"](), Context()
+    note = Message(USER, "hi")
+    assert ours.add(note).messages == theirs.add(note).messages and ours.messages == ()
+    assert outcome(ours.add, "hi") == outcome(theirs.add, "hi")
+
+
+@pytest.mark.parametrize("bad", [
+    "", "[]", "not json", '{"messages": []}', '{"format": "microagent.context/1"}',
+    '{"format": "microagent.context/1", "messages": {}}',
+    '{"format": "microagent.context/1", "messages": [{"role": "boss", "content": "hi"}]}',
+    '{"format": "microagent.context/1", "messages": [{"role": "user"}]}',
+    '{"format": "microagent.context/1", "messages": [{"role": "user", "content": "hi", "mood": "glad"}]}',
+    '{"format": "microagent.context/1", "messages": [{"role": "user", "content": 3}]}',
+    '{"format": "microagent.context/1", "messages": [{"role": "tool", "content": "x", "notes": "abc"}]}',
+    '{"format": "microagent.context/1", "messages": [{"role": "tool", "content": "x", "notes": [{"role": "user"}]}]}',
+])
+def test_02_the_rebuilt_loader_refuses_what_the_library_refuses(nb02, bad):
+    assert outcome(nb02["from_json"], bad)[0] == outcome(Context.from_json, bad)[0] == "ValueError"
+
+
+# --- 03: the coworker -----------------------------------------------------------------
+
+def refund(order_id: str, amount: float, count: int = 1, urgent: bool = False, memo=None) -> str:
+    """Refund an order."""
+    return f"{order_id} {amount:g} x{count}"
+
+
+def nothing() -> str:
+    """Takes nothing."""
+    return "ok"
+
+
+def test_03_the_rebuilt_schema_and_tool_match_the_library(nb03):
+    for fn in (refund, nothing, nb03["look_up_order"], nb03["issue_refund"]):
+        assert nb03["schema_of"](fn) == schema_of(fn), fn.__name__
+        ours, theirs = nb03["as_tool"](fn), microagent.as_tool(fn)
+        assert (ours.name, ours.description, ours.terminal, ours.needs_approval, ours.schema) == (
+            theirs.name, theirs.description, theirs.terminal, theirs.needs_approval, theirs.schema)
+    ours, theirs = nb03["final_answer"], microagent.final_answer
+    assert (ours.name, ours.description, ours.terminal, ours.schema) == (
+        theirs.name, theirs.description, theirs.terminal, theirs.schema)
+    assert nb03["as_tool"](refund)(order_id="A1", amount=2) == microagent.as_tool(refund)(order_id="A1", amount=2)
+
+
+def test_03_the_rebuilt_tool_refuses_what_the_library_refuses(nb03):
+    def undocumented(x: str):
+        return x
+
+    def positional(x: str, /):
+        """Positional only."""
+
+    def odd_hint(when: set):
+        """A hint no tool supports."""
+    assert outcome(nb03["as_tool"], undocumented) == outcome(microagent.as_tool, undocumented)
+    assert outcome(nb03["as_tool"], positional) == outcome(microagent.as_tool, positional)
+    assert outcome(nb03["Tool"], "two words", "d", refund) == outcome(microagent.Tool, "two words", "d", refund)
+    assert outcome(nb03["as_tool"], odd_hint)[0] == outcome(microagent.as_tool, odd_hint)[0] == "TypeError"
+
+
+json_values = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=3),
+                        st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=2), st.integers(), max_size=1))
+
+
+optional = {name: json_values for name in ("count", "urgent", "memo", "extra")}
+calls = st.one_of(
+    st.dictionaries(st.sampled_from(["order_id", "amount", "count", "urgent", "memo", "extra"]), json_values),
+    st.fixed_dictionaries({"order_id": json_values, "amount": json_values}, optional=optional),  # reaches the types
+    st.fixed_dictionaries({"order_id": st.text(max_size=3), "amount": json_values}, optional=optional),
+)
+
+
+@given(calls)
+def test_03_the_rebuilt_check_says_what_the_library_says(nb03, args):
+    assert nb03["as_tool"](refund).check(args) == microagent.as_tool(refund).check(args)
+
+
+@pytest.mark.parametrize("args", [{"order_id": "A1", "amount": True}, {"order_id": "A1", "amount": 2, "count": False},
+                                  {"order_id": "A1", "amount": 2, "urgent": 1}, {"order_id": "A1", "amount": 2.5}])
+def test_03_true_is_not_a_number_in_either(nb03, args):  # subtle: True is an int in Python, but not in JSON
+    assert nb03["as_tool"](refund).check(args) == microagent.as_tool(refund).check(args)
+
+
+# --- 04: the brain --------------------------------------------------------------------
+
+@given(st.one_of(st.dictionaries(st.text(max_size=3), json_values, max_size=3), st.text(max_size=8)), text)
+def test_04_the_rebuilt_action_keeps_the_same_json_text(nb04, args, why):
+    ours, theirs = nb04["Action"]("look_up_order", args, why), Action("look_up_order", args, why)
+    assert (ours.tool, ours.args, ours.reasoning) == (theirs.tool, theirs.args, theirs.reasoning)
+    assert [f.name for f in dataclasses.fields(ours)] == [f.name for f in dataclasses.fields(theirs)]
+
+
+def as_tuples(actions) -> list[tuple]:
+    return [(a.tool, a.args, a.reasoning) for a in actions]
+
+
+def test_04_the_rebuilt_script_decisions_and_replay_match_the_library(nb04):
+    moves = nb04["moves"]
+    library_moves = [Action(a.tool, a.args, a.reasoning) for a in moves]
+    run = nb04["original"]  # the support brain's whole run, played by hand in the notebook
+    assert as_tuples(nb04["decisions"](run)) == as_tuples(microagent.decisions(run))
+    for cut in range(1, len(run) + 1):
+        ctx = Context(run.messages[:cut])
+        for ours, theirs in ((nb04["scripted"](*moves), scripted(*library_moves)),
+                             (nb04["replay"](run), microagent.replay(run)),
+                             (nb04["scripted"](moves[0]), scripted(library_moves[0]))):
+            mine, library = outcome(ours, ctx, ()), outcome(theirs, ctx, ())
+            if mine[0] == "ok":
+                mine, library = as_tuples([mine[1]]), as_tuples([library[1]])
+            assert mine == library, cut
+
+
+# --- 05: the loop ---------------------------------------------------------------------
+
+# every kind of move a brain can make: good ones, and each mistake the loop turns into a note
+MOVES = [
+    Action("look_up_order", {"order_id": "A1234"}, "look it up"),
+    Action("check_policy", {"order_id": "A1234"}, "check it"),
+    Action("final_answer", {"answer": "done"}, "answer"),
+    Action("lookup_order", {"order_id": "A1234"}, "a misspelled coworker"),
+    Action("look_up_order", '{"order_id": "A12', "broken JSON"),
+    Action("look_up_order", "[1, 2]", "JSON that is not an object"),
+    Action("look_up_order", {"order": "A1234"}, "a wrong argument"),
+    Action("check_policy", {"order_id": 1234}, "a wrong type"),
+    Action("look_up_order", {"order_id": "B0000"}, "a coworker that raises"),
+    Action("final_answer", {}, "a final answer with nothing in it"),
+]
+
+
+@settings(max_examples=200)
+@given(st.lists(st.sampled_from(MOVES), max_size=8), st.integers(0, 6))
+def test_05_the_rebuilt_loop_writes_the_notebook_the_library_writes(nb05, script, budget):
+    brain, tools = scripted(*script), nb05["tools"]
+    agent = Agent(brain, list(tools), name="support", max_steps=budget)
+    ours = outcome(lambda: list(nb05["steps"](brain, tools, "refund A1234?", name="support", max_steps=budget)))
+    theirs = outcome(lambda: list(agent.steps("refund A1234?")))
+    if ours[0] != "ok":  # the script ran out: a programmer's mistake, which both raise alike
+        assert ours == theirs
+        return
+    assert [(s.context, s.action, s.result, s.stop) for s in ours[1]] == [
+        (s.context, s.action, s.result, s.stop) for s in theirs[1]]
+    assert nb05["run"](brain, tools, "refund A1234?", name="support", max_steps=budget) == agent.run("refund A1234?")
+
+
+def test_05_a_stuck_brain_runs_out_of_steps_in_both(nb05):
+    agent = Agent(nb05["stuck_brain"], list(nb05["tools"]), name="support", max_steps=4)
+    ours = nb05["run"](nb05["stuck_brain"], nb05["tools"], "refund A1234?", name="support", max_steps=4)
+    assert ours == agent.run("refund A1234?")
+    assert ours.last() == Message(ASSISTANT, "out of steps: stopped after 4 turns without an answer", name="support")
+
+
+# --- 06: the refund office ------------------------------------------------------------
+
+def says_yes(tool_name: str, args: dict) -> bool:
+    return True
+
+
+def says_no(tool_name: str, args: dict) -> bool:
+    return False
+
+
+@pytest.mark.parametrize("approver", [says_yes, says_no])
+@pytest.mark.parametrize("question", [demo.QUESTION, "Where is my refund for Z9999?", "Refund me!"])
+def test_06_the_office_built_by_hand_tells_the_demos_story(nb06, approver, question):
+    tools = [nb06["look_up_order"], nb06["check_policy"], microagent.gate(nb06["issue_refund"], approver),
+             microagent.final_answer]
+    ours = Agent(nb06["support_brain"], tools, name="support").run(question)
+    theirs = demo.support_agent(approver).run(question)
+    assert ours == theirs
+    assert story(ours) == story(theirs)
+    assert ours.last().role == TOOL and ours.last().name == "final_answer"
