@@ -340,6 +340,8 @@ def _read_whole(response, url: str, timeout: float) -> tuple[dict, Usage | None]
     """A reply that was not streamed: its message and its usage."""
     try:
         reply = json.loads(response.read())
+        if reply.get("error"):
+            raise LLMError(f"{url} answered with an error: {_said(reply['error'])}")
         return reply["choices"][0]["message"], _usage(reply.get("usage"))
     except TimeoutError:
         raise LLMError(_timed_out(url, timeout, "to send the reply")) from None
@@ -381,7 +383,8 @@ def _read_stream(response, url: str, timeout: float):
                     fn = piece.get("function") or {}
                     call["id"] = call["id"] or piece.get("id") or ""
                     call["function"]["name"] = call["function"]["name"] or fn.get("name") or ""
-                    call["function"]["arguments"] += fn.get("arguments") or ""
+                    more = fn.get("arguments") or ""
+                    call["function"]["arguments"] += more if isinstance(more, str) else json.dumps(more)
     except TimeoutError:
         raise LLMError(_timed_out(url, timeout, "to send the next piece of the reply")) from None
     except (OSError, HTTPException) as e:

@@ -9,7 +9,8 @@
 A reply goes out whole, or, when the request asks for `stream`, as server-sent
 events cut into small pieces that split words and split the JSON of tool-call
 arguments mid-token, the way a real model's tokens fall. A script entry can also
-be an HTTP error (with a Retry-After), a slow answer, or a stream that stalls.
+be an HTTP error (with a Retry-After), a slow answer, a stream that stalls, or
+any raw body at all.
 
 It is a real `http.server` on 127.0.0.1, on a free port, in a thread. No model,
 no network beyond this machine.
@@ -43,24 +44,24 @@ def error(status: int, message: str = "scripted failure", retry_after: str | Non
     return {"status": status, "message": message, "retry_after": retry_after}
 
 
-def page(text: str) -> dict:
-    """A scripted 200 answer that is not chat completions at all (a web page, say)."""
-    return {"page": text}
+def raw(text: str) -> dict:
+    """A scripted 200 answer with exactly this body: a web page, say, or a hand-made stream."""
+    return {"raw": text}
 
 
-def chunks(message: dict, usage: dict | None) -> list[dict]:
-    """A whole reply message cut into the chunks of a stream."""
+def chunks(message: dict, usage: dict | None, piece: int = PIECE) -> list[dict]:
+    """A whole reply message cut into the chunks of a stream, `piece` characters at a time."""
     def chunk(delta, finish=None):
         return {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
     out = [chunk({"role": "assistant", "content": ""})]
     text = message.get("content") or ""
-    out += [chunk({"content": text[i:i + PIECE]}) for i in range(0, len(text), PIECE)]
+    out += [chunk({"content": text[i:i + piece]}) for i in range(0, len(text), piece)]
     for i, call in enumerate(message.get("tool_calls", [])):
         name, args = call["function"]["name"], call["function"]["arguments"]
         out.append(chunk({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
                                           "function": {"name": name, "arguments": ""}}]}))
-        out += [chunk({"tool_calls": [{"index": i, "function": {"arguments": args[j:j + PIECE]}}]})
-                for j in range(0, len(args), PIECE)]
+        out += [chunk({"tool_calls": [{"index": i, "function": {"arguments": args[j:j + piece]}}]})
+                for j in range(0, len(args), piece)]
     out.append(chunk({}, "tool_calls" if message.get("tool_calls") else "stop"))
     if usage is not None:
         out.append({"object": "chat.completion.chunk", "choices": [], "usage": usage})
@@ -102,8 +103,8 @@ class Server:
             said = json.dumps({"error": {"message": entry["message"], "type": "scripted"}})
             retry = {} if entry["retry_after"] is None else {"Retry-After": entry["retry_after"]}
             return send(handler, entry["status"], said, "application/json", retry)
-        if "page" in entry:
-            return send(handler, 200, entry["page"], "text/html")
+        if "raw" in entry:
+            return send(handler, 200, entry["raw"], "text/html")
         self.closing.wait(entry["delay"])
         if not body.get("stream"):
             whole = {"object": "chat.completion", "model": body.get("model"), "usage": entry["usage"],

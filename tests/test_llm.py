@@ -10,13 +10,14 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, strategies as st
 
-from llm_server import chunks, error, page, reply, serve
+from llm_server import chunks, error, raw, reply, serve
 from microagent import (ASSISTANT, CANCELLED, SYSTEM, TOOL, USER, Action, Agent, Context,
                         Message, approve, as_tool, decisions, deny, final_answer, scripted, story)
 from microagent.demo import QUESTION, check_policy, look_up_order, support_agent
-from microagent.llm import (IN_WORDS, LLMError, Usage, chat_policy, read_actions, read_move, recorded,
-                            replayed, to_actions, to_messages, to_request)
+from microagent.llm import (IN_WORDS, LLMError, Usage, _read_stream, chat_policy, read_actions, read_move,
+                            recorded, replayed, to_actions, to_messages, to_request)
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "llm_agent.py"
 
@@ -208,6 +209,22 @@ def test_streamed_tool_call_arguments_are_put_back_together_from_fragments(stand
     assert ctx[1].args == '{"a": 12, "b": 30}' and ctx[2].content == "42"
 
 
+@given(text=st.text(max_size=40), calls=st.lists(st.tuples(st.sampled_from(["add", "nope", ""]), st.text(max_size=30)),
+                                                 max_size=3), piece=st.integers(1, 7))
+def test_any_reply_cut_anywhere_gives_the_actions_the_whole_reply_gives(text, calls, piece):
+    whole = reply(text, calls=calls)["message"]
+    lines = [f"data: {json.dumps(c)}\n".encode() for c in chunks(whole, None, piece)] + [b"data: [DONE]\n"]
+    stream = _read_stream(lines, "http://127.0.0.1/v1/chat/completions", 1.0)
+    pieces = []
+    try:
+        while True:
+            pieces.append(next(stream))
+    except StopIteration as end:
+        message = end.value
+    assert to_actions(message) == to_actions(whole)
+    assert "".join(pieces) == text
+
+
 @pytest.mark.parametrize("stream", [True, False])
 def test_the_tokens_each_reply_cost_are_an_event_of_its_step(stand_in, stream):
     server = stand_in(reply(calls=[("add", '{"a": 2, "b": 3}')], usage=(50, 7)), reply("5", usage=(70, 2)))
@@ -348,9 +365,18 @@ def test_a_stream_that_stalls_is_cut_off_by_the_timeout_too(stand_in):
 
 @pytest.mark.parametrize("stream", [True, False])
 def test_a_server_that_does_not_speak_chat_completions_is_told_apart(stand_in, stream):
-    server = stand_in(page("<html>a web page, not a model</html>"))
+    server = stand_in(raw("<html>a web page, not a model</html>"))
     with pytest.raises(LLMError, match="did not answer like a chat completions API: check the base URL"):
         ask(chat_policy("tiny", server.url, stream=stream))
+
+
+def test_an_error_in_a_successful_answer_is_still_an_error(stand_in):
+    server = stand_in(raw('{"error": {"message": "the model crashed"}}'))
+    with pytest.raises(LLMError, match="answered with an error: the model crashed"):
+        ask(chat_policy("tiny", server.url, stream=False))
+    server = stand_in(raw('data: {"error": {"message": "out of memory"}}\n\n'))
+    with pytest.raises(LLMError, match="reported an error mid-reply: out of memory"):
+        ask(chat_policy("tiny", server.url))
 
 
 # --- cancelling ----------------------------------------------------------------------------
