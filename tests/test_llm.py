@@ -398,6 +398,14 @@ def test_cancelling_mid_stream_hangs_up_and_leaves_the_notebook_whole(stand_in):
     assert len(server.requests) == 2
 
 
+def test_a_caller_who_stops_pulling_steps_hangs_up_too(stand_in):
+    server = stand_in(reply("A long answer that takes a while to write, piece by piece.", pause=0.05))
+    steps = Agent(chat_policy("tiny", server.url), [final_answer]).steps("tell me")
+    assert next(steps).event == "A l"
+    steps.close()  # a browser tab closed, say: no cancel signal, the steps just stop being pulled
+    assert server.hung_up.wait(5)
+
+
 def test_cancelling_between_steps_starts_no_further_model_call(stand_in):
     server = stand_in(reply(calls=[("add", '{"a": 1, "b": 1}')]), reply("2"))
     cancel, steps = threading.Event(), []
