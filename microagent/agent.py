@@ -128,16 +128,19 @@ class Agent:
         """Ask the brain; pass on what a thinking (generator) brain yields; return its Actions."""
         out = self.policy(ctx, tuple(self.tools.values()))
         if inspect.isgenerator(out):
-            while True:
-                try:
-                    event = next(out)
-                except StopIteration as end:
-                    out = end.value
-                    break
-                yield Step(ctx, event=event)
-                if _is_set(cancel):
-                    out.close()  # the brain stops thinking; nothing it decided is written
-                    return []
+            thinking = out
+            try:
+                while True:
+                    try:
+                        event = next(thinking)
+                    except StopIteration as end:
+                        out = end.value
+                        break
+                    yield Step(ctx, event=event)
+                    if _is_set(cancel):
+                        return []  # nothing the brain was deciding is written
+            finally:
+                thinking.close()  # subtle: also when the caller stops pulling steps mid-thought
         actions = [out] if isinstance(out, Action) else list(out)
         if not actions or not all(isinstance(a, Action) for a in actions):
             raise TypeError(f"the policy must return an Action or a list of them, not {out!r}")

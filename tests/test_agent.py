@@ -315,3 +315,19 @@ def test_an_agent_refuses_a_bare_function_where_a_tool_belongs():
         Agent(scripted(), [look_up])
     with pytest.raises(TypeError, match="takes a policy"):
         Agent("not a brain", [final_answer])
+
+
+def test_a_caller_who_stops_pulling_steps_closes_a_thinking_brain():
+    closed = []
+
+    def brain(ctx, tools):
+        try:
+            yield "one"
+            yield "two"
+            return answer("never")
+        finally:
+            closed.append(True)
+    steps = Agent(brain, [final_answer]).steps("think")
+    assert next(steps).event == "one"
+    steps.close()  # the caller walks away mid-thought
+    assert closed == [True]
