@@ -50,8 +50,8 @@ def approve(ctx: Context, by: str = "a human", args: dict | None = None, *, tool
     if args is None:
         return ctx.add(Message(USER, "approved", name=by, tool=pending.tool, args=pending.args))
     if tool is None:
-        raise ValueError(f"to check the edited arguments, pass the tool: approve(ctx, by, args, tool=...) "
-                         f"with the {pending.tool} tool")
+        raise ValueError(f"to check the edited arguments, approve needs the {pending.tool} tool: "
+                         "approve(ctx, by, args, tool=...)")
     problem = tool.check(args) if isinstance(args, dict) else "the arguments must be a dict"
     if problem:
         raise ValueError(f"the edited arguments don't fit {tool.name}: {problem}")

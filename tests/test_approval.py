@@ -63,7 +63,7 @@ def test_the_pause_is_a_clear_last_step_and_the_notebook_says_what_waits():
         ASSISTANT, "it qualifies, and a refund needs a human", name="support", tool="issue_refund",
         args='{"order_id": "A1234", "amount": 79}')
     # handed back unanswered, the run just says again that it waits
-    assert [s.stop for s in refund_agent().steps(context=paused)] == [PAUSED]
+    assert [s.stop for s in checked(refund_agent().steps(context=paused))] == [PAUSED]
     assert story(paused).endswith('.. issue_refund {"order_id": "A1234", "amount": 79} is waiting for a human to decide')
 
 
@@ -151,7 +151,7 @@ def paused_refund() -> Context:
     (lambda ctx: approve(ctx, "alice", ["A1234", 79], tool=refund),
      "the edited arguments don't fit issue_refund: the arguments must be a dict"),
     (lambda ctx: approve(ctx, "alice", {"order_id": "A1234", "amount": 70}),
-     "to check the edited arguments, pass the tool: approve(ctx, by, args, tool=...) with the issue_refund tool"),
+     "to check the edited arguments, approve needs the issue_refund tool: approve(ctx, by, args, tool=...)"),
     (lambda ctx: approve(ctx, "alice", tool=final_answer),
      "the run is waiting for a verdict on issue_refund, not on final_answer"),
     (lambda ctx: deny(ctx, "no", tool=final_answer),

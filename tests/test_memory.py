@@ -28,7 +28,8 @@ def counter(goal: int):
 
 
 def counted(goal: int) -> Context:
-    return Agent(counter(goal), [step, final_answer], system="Count.", max_steps=goal + 1).run(f"count to {goal}")
+    return run_checked(Agent(counter(goal), [step, final_answer], system="Count.", max_steps=goal + 1),
+                       f"count to {goal}")
 
 
 def test_the_middle_is_folded_and_the_head_and_the_recent_turns_stay_whole():
@@ -108,7 +109,7 @@ def test_a_thousand_steps_the_brain_sees_a_short_notebook_and_the_agent_keeps_ev
         return brain(ctx, tools)
 
     agent = Agent(remembering(watched, keep=6), [step, final_answer], system="Count.", max_steps=1001)
-    full = agent.run("count to 1000")
+    full = run_checked(agent, "count to 1000")  # the invariants checked after each of its 1,001 steps
     assert full.last().content == "counted to 1000"
     # system, question, then 1,001 turns of two notes: nothing is lost from the record
     assert len(full) == 2 + 2 * 1001 and check(full)
@@ -134,7 +135,7 @@ def test_compact_keeps_the_rules_the_head_and_the_recent_notes(script, questions
     agent = Agent(brain, [step, final_answer], system="Count." if system else None, max_steps=4)
     ctx = None
     for q in range(questions):  # a conversation: one question after another
-        ctx = agent.run(f"question {q}", context=ctx)
+        ctx = run_checked(agent, f"question {q}", context=ctx)
     short = compact(ctx, keep)
     check(short)
     head = 2 if system else 1
