@@ -45,6 +45,7 @@ agent = Agent(brain, [look_up_order, check_policy, refund, final_answer], name="
 
 
 def start(path: pathlib.Path) -> None:
+    """Run until the refund waits for a human; save the paused notebook; say what waits."""
     ctx = agent.run(QUESTION)
     path.write_text(ctx.to_json(), encoding="utf-8")
     print(story(ctx))
@@ -54,6 +55,7 @@ def start(path: pathlib.Path) -> None:
 
 
 def finish(path: pathlib.Path, options: argparse.Namespace) -> None:
+    """Load the paused notebook, write the verdict into it, let the agent finish, save it, tell the story."""
     ctx = check(Context.from_json(path.read_text(encoding="utf-8")))  # the file may have been edited
     if options.command == "approve":
         args = None if options.args is None else _parse(options.args)
@@ -66,6 +68,7 @@ def finish(path: pathlib.Path, options: argparse.Namespace) -> None:
 
 
 def _parse(text: str) -> dict:
+    """The edited arguments given on the command line, read as JSON."""
     try:
         return json.loads(text)
     except ValueError as e:
@@ -73,6 +76,7 @@ def _parse(text: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; the exit code is 0 when done, 1 when refused, 2 for a bad command line."""
     parser = argparse.ArgumentParser(prog="pause_resume.py", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("start", help="run until the refund waits for a human").add_argument("file")
@@ -87,7 +91,10 @@ def main(argv: list[str] | None = None) -> int:
     options = parser.parse_args(argv)
     path = pathlib.Path(options.file)
     try:
-        start(path) if options.command == "start" else finish(path, options)
+        if options.command == "start":
+            start(path)
+        else:
+            finish(path, options)
     except (OSError, ValueError) as e:  # a missing file, broken JSON, a verdict that can't be right
         print(f"{parser.prog}: error: {e}", file=sys.stderr)
         return 1

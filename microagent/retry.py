@@ -29,7 +29,8 @@ from microagent.message import Message
 from microagent.tool import Tool
 
 
-def retrying(tool: Tool, attempts: int = 3, wait: float = 0.0, on: tuple = (Exception,), sleep=time.sleep) -> Tool:
+def retrying(tool: Tool, attempts: int = 3, wait: float = 0.0, on: tuple[type[Exception], ...] = (Exception,),
+             sleep=time.sleep) -> Tool:
     """`tool`, tried again when it raises one of `on`: `attempts` tries in all, waiting wait, 2*wait, 4*wait..."""
     if attempts < 1:
         raise ValueError("a tool needs at least one attempt")
