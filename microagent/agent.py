@@ -64,6 +64,8 @@ class Agent:
                 yield Step(ctx, stop=PAUSED)
                 return
             if pending is not None:  # a human has ruled on the waiting decision: settle it
+                if last.tool != pending.tool:  # never run a tool the brain did not ask for
+                    raise ValueError(f"the verdict is on {last.tool}, but the run waits on {pending.tool}")
                 ctx = ctx.add(self._settle(last))
                 yield Step(ctx, Action(pending.tool, pending.args, pending.content), ctx.last())
                 continue

@@ -35,8 +35,10 @@ def story(ctx: Context | tuple[Message, ...], indent: str = "") -> str:
             lines.append(f'{indent}you asked: "{m.content}"')
         elif m.role == USER and m.args is None:
             lines.append(f"{indent}    {m.name} denied {m.tool}: {m.content}")
-        elif m.role == USER:
-            lines.append(f"{indent}    {m.name} approved {m.tool} with {m.args}")
+        elif m.role == USER:  # an approval; it follows the decision it rules on
+            asked = messages[i - 1].args if i > 0 else None
+            edit = f" (it asked for {asked})" if asked is not None and asked != m.args else ""
+            lines.append(f"{indent}    {m.name} approved {m.tool} with {m.args}{edit}")
         elif m.role == ASSISTANT and m.tool is None:
             lines.append(f"{indent}  {m.name}: {m.content}")
         elif m.role == ASSISTANT:  # a decision: the reasoning, or else the call itself

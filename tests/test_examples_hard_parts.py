@@ -57,7 +57,8 @@ def test_pause_resume_approve_with_edited_arguments_runs_what_was_approved(tmp_p
     out = run("pause_resume.py", "approve", "run.json", "--by", "alice", "--args",
               '{"order_id": "A1234", "amount": 70}', cwd=tmp_path).stdout
     assert out.splitlines()[-4:] == [
-        '    alice approved issue_refund with {"order_id": "A1234", "amount": 70}',
+        '    alice approved issue_refund with {"order_id": "A1234", "amount": 70}'
+        ' (it asked for {"order_id": "A1234", "amount": 79})',
         "    -> issue_refund returned: $70 refunded to the original card",
         "  support thought: the refund went through, so tell the customer what was refunded",
         "    -> final_answer returned: Done: $70 refunded to the original card, there in 3 to 5 days."]
