@@ -64,8 +64,8 @@ def support_brain(ctx: Context, tools) -> Action:
         return Action("issue_refund", {"order_id": order_id, "amount": price},
                       "it qualifies, and a refund needs a human to sign off")
     if last.name == "issue_refund" and not last.content.startswith(("denied", ERROR)):  # it went through
-        price = ORDERS[order_id][1]
-        return Action("final_answer", {"answer": f"Good news, {order_id} qualifies. I refunded ${price} "
+        refunded = re.search(r"\$[\d.]+", last.content).group()  # what ran, which a human may have changed
+        return Action("final_answer", {"answer": f"Good news, {order_id} qualifies. I refunded {refunded} "
                                        "to your card, here in 3 to 5 days."},
                       "all set, time to reply to the customer")
     return Action("final_answer", {"answer": f"Sorry, I can't refund {order_id} right now. "

@@ -50,7 +50,8 @@ def scripted(*actions: Action):
     def policy(ctx: Context, tools) -> Action:
         n = len(decisions(ctx))
         if n >= len(actions):
-            raise IndexError(f"the script has {len(actions)} actions and the run asked for one more")
+            raise IndexError(f"the script is over: the run asked for decision {n + 1}, "
+                             f"and the script holds {len(actions)}")
         return actions[n]
     return policy
 

@@ -58,7 +58,7 @@ def test_a_specialist_that_crashes_comes_back_as_an_error_note():
     ctx = run_checked(manager("A1234", helper=helper), "what is A1234?")
     assert ctx[2].role == TOOL and ctx[2].name == "clerk"
     assert ctx[2].content == ("error: clerk failed: IndexError: "
-                              "the script has 0 actions and the run asked for one more")
+                              "the script is over: the run asked for decision 1, and the script holds 0")
     assert ctx.last().content == "done"
 
 
