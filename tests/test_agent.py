@@ -147,9 +147,8 @@ def test_a_thinking_brain_streams_events_through_the_steps():
     assert steps[-1].stop == DONE
 
 
-def test_cancelling_stops_a_thinking_brain_and_leaves_the_notebook_whole():
-    cancel, closed = threading.Event(), []
-
+def thinker(closed: list):
+    """A brain that thinks aloud in two pieces, and notes in `closed` when it is closed."""
     def brain(ctx, tools):
         try:
             yield "one"
@@ -157,6 +156,12 @@ def test_cancelling_stops_a_thinking_brain_and_leaves_the_notebook_whole():
             return answer("never")
         finally:
             closed.append(True)
+    return brain
+
+
+def test_cancelling_stops_a_thinking_brain_and_leaves_the_notebook_whole():
+    cancel, closed = threading.Event(), []
+    brain = thinker(closed)
     steps = []
     for step in Agent(brain, [final_answer]).steps("think", cancel=cancel):
         steps.append(step)
@@ -319,14 +324,7 @@ def test_an_agent_refuses_a_bare_function_where_a_tool_belongs():
 
 def test_a_caller_who_stops_pulling_steps_closes_a_thinking_brain():
     closed = []
-
-    def brain(ctx, tools):
-        try:
-            yield "one"
-            yield "two"
-            return answer("never")
-        finally:
-            closed.append(True)
+    brain = thinker(closed)
     steps = Agent(brain, [final_answer]).steps("think")
     assert next(steps).event == "one"
     steps.close()  # the caller walks away mid-thought
