@@ -89,7 +89,7 @@ def to_messages(ctx: Context, native: bool = True) -> list[dict]:
     {'role': 'user', 'content': '2 + 3?'}
     {'role': 'assistant', 'content': 'add', 'tool_calls': [{'id': 'call_1', 'type': 'function', 'function': {'name': 'add', 'arguments': '{"a": 2, "b": 3}'}}]}
     {'role': 'tool', 'tool_call_id': 'call_1', 'content': '5'}
-    """
+    """  # noqa: E501 (the wire format, as it is)
     out, n, verdict = [], 0, ""
     for m in ctx:
         if m.role == ASSISTANT and m.tool is not None:  # a decision

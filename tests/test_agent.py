@@ -304,7 +304,7 @@ def test_any_brain_ends_within_max_steps_and_every_decision_gets_a_result(batche
     decisions = [m for m in ctx if m.role == ASSISTANT and m.tool]
     results = [m for m in ctx if m.role == TOOL]
     assert len(decisions) == len(results) <= max_steps
-    for d, r in zip(decisions, results):
+    for d, r in zip(decisions, results, strict=True):
         assert r.name == d.tool
         tool_ok = d.tool in ("add", "divide", "final_answer")
         if not tool_ok:

@@ -5,7 +5,10 @@ import contextlib
 import io
 import pathlib
 import re
+import subprocess
 import sys
+
+import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CORE = ["message", "context", "tool", "policy", "agent"]
@@ -73,3 +76,9 @@ def test_no_runtime_dependencies():
     pyproject = (ROOT / "pyproject.toml").read_text()
     assert "\ndependencies = []\n" in pyproject
     assert '\nrequires-python = ">=3.10"\n' in pyproject
+
+
+def test_the_code_passes_the_linter():
+    pytest.importorskip("ruff")
+    out = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", str(ROOT)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout

@@ -48,7 +48,7 @@ def test_notebook_runs_and_matches_its_committed_outputs(path):
     old = [c for c in committed.cells if c.cell_type == "code"]
     new = [c for c in fresh.cells if c.cell_type == "code"]
     assert len(old) == len(new)
-    for n, (was, now) in enumerate(zip(old, new), start=1):
+    for n, (was, now) in enumerate(zip(old, new, strict=True), start=1):
         assert text_of(now) == text_of(was), f"{path.name}, code cell {n} prints something else now:\n{now.source}"
     counts = [c.execution_count for c in old]
     assert counts == list(range(1, len(old) + 1)), f"{path.name} was not saved from one clean run"
