@@ -15,6 +15,10 @@ in a URL, a card number in a database error). The brain sees only a generic
 error note; the exception itself, in full, goes to `report`, a function the
 developer chooses: `errors.append`, or a logger that only the developer reads.
 
+To do both, hide first and retry the hidden tool: `retrying(hiding(tool, report))`.
+The other way round leaks: when a try fails and the next one works, `retrying`
+writes the failure's text into the result, where `hiding` cannot reach it.
+
 A wrapped tool keeps the name, description and argument schema of the tool it
 wraps (functools.wraps), so the brain can't tell it apart. Neither wrapper
 retries a brain's own mistakes (arguments that don't fit never reach the tool),

@@ -120,9 +120,18 @@ def test_the_generic_error_carries_no_link_back_to_the_secret():
     assert e.value.__context__ is None and e.value.__cause__ is None  # a traceback can't print the original
 
 
-def test_retried_then_hidden_the_attempts_happen_and_the_secret_stays_out():
+def test_hidden_then_retried_the_attempts_happen_and_the_secret_stays_out():
     errors = []
     fetch, calls = flaky(5, error=lambda text: ConnectionError(f"{text}, token={SECRET}"))
-    note = one_call(hiding(retrying(fetch, attempts=2, sleep=lambda s: None), errors.append))
+    note = one_call(retrying(hiding(fetch, errors.append), attempts=2, sleep=lambda s: None))
     assert len(calls) == 2 and SECRET not in note.content
-    assert SECRET in str(errors[0])  # the developer sees how it ended, the secret included
+    assert len(errors) == 2 and SECRET in str(errors[-1])  # the developer sees every failure, in full
+
+
+def test_a_failure_followed_by_a_success_keeps_the_secret_out_too():
+    # subtle: retrying writes the last failure into a successful result, so hiding goes inside
+    errors = []
+    fetch, calls = flaky(1, error=lambda text: ConnectionError(f"{text}, token={SECRET}"))
+    note = one_call(retrying(hiding(fetch, errors.append, said="the fetch failed"), sleep=lambda s: None))
+    assert note.content == "the page at x.org (on attempt 2 of 3; the last failure: RuntimeError: the fetch failed)"
+    assert SECRET in str(errors[0]) and len(calls) == 2
