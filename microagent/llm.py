@@ -278,6 +278,8 @@ def _post(url: str, data: bytes, headers: dict, timeout: float, retries: int, sl
             raise LLMError(f"could not reach {url} ({e.reason}): check the base URL") from None
         except TimeoutError:
             raise LLMError(_timed_out(url, timeout, "to start answering")) from None
+        except (OSError, HTTPException) as e:  # e.g. the server hung up without answering
+            raise LLMError(_broken(url, e)) from None
         sleep(wait)
 
 

@@ -296,6 +296,22 @@ def test_nobody_listening_asks_whether_the_server_is_running():
     assert url in str(e.value)
 
 
+def test_a_server_that_hangs_up_without_answering_is_a_clear_error():
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def hang_up():  # read the request, then close the connection without a word
+        conn, _addr = listener.accept()
+        conn.recv(65536)
+        conn.close()
+    threading.Thread(target=hang_up, daemon=True).start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    try:
+        with pytest.raises(LLMError, match="the connection to .* broke during the reply .*: try again"):
+            ask(chat_policy("tiny", url, stream=False))
+    finally:
+        listener.close()
+
+
 def test_a_refused_key_says_check_the_key_and_never_shows_it(stand_in, monkeypatch):
     secret = "sk-test-0123456789-secret"
     monkeypatch.setenv("STAND_IN_KEY", secret)
