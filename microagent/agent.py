@@ -10,15 +10,20 @@ decision waiting in the notebook), or when the caller cancels (cancelled).
 The loop is a generator: `steps()` yields one Step per turn and the caller
 drives it; `run()` just drains it. The brain's mistakes never crash the loop:
 an unknown tool, arguments that don't fit, a tool that raises, each becomes a
-tool note starting with "error:" that the brain reads on its next turn. Only a
-programmer's mistake raises.
+tool note starting with "error:" that the brain reads on its next turn.
 
 It has no state of its own between runs: the notebook is the state. Hand it a
 saved Context and it goes on where that run stopped.
+
+What it leaves out: a brain that fails to think at all (a bug in a Python brain,
+a model server that is down) raises, and the loop does not catch it; every
+Step already handed you the notebook as it stood, so drive `steps()` to keep
+it. No threads, no async, no retries of its own: those are compositions on top.
 """
 
 import inspect
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from microagent.context import Context
@@ -34,19 +39,21 @@ ERROR = "error: "  # how every error note starts, so a brain (or a test) can spo
 class Step:
     context: Context               # the whole notebook after this step: keep it to keep the run
     action: Action | None = None   # what the brain decided this turn
-    result: Message | None = None  # the tool note that came back (None if paused)
+    result: Message | None = None  # the tool note that came back
     stop: str | None = None        # on the last step only: why the run ended
     event: object = None           # something a thinking brain reported (a piece of text)
 
 
 class Agent:
-    def __init__(self, policy, tools: list[Tool], *, name: str = "agent", description: str = "",
+    def __init__(self, policy: Callable, tools: list[Tool], *, name: str = "agent", description: str = "",
                  system: str | None = None, max_steps: int = 10):
-        self.policy, self.name, self.description = policy, name, description
-        self.system, self.max_steps = system, max_steps
-        if not callable(policy) or not all(isinstance(t, Tool) for t in tools):
+        if not callable(policy) or isinstance(tools, Tool) or not all(isinstance(t, Tool) for t in tools):
             raise TypeError("an Agent takes a policy (a function: context, tools -> Action) and a list of "
                             "Tools (make one from a function with @as_tool)")
+        if not (isinstance(name, str) and isinstance(max_steps, int) and max_steps >= 0):
+            raise ValueError("an Agent's name is a string and its max_steps a whole number, 0 or more")
+        self.policy, self.name, self.description = policy, name, description
+        self.system, self.max_steps = system, max_steps
         self.tools = {t.name: t for t in tools}
         if len(self.tools) != len(tools):
             raise ValueError(f"two tools share a name: {[t.name for t in tools]}")
@@ -69,7 +76,7 @@ class Agent:
                 ctx = ctx.add(self._settle(last))
                 yield Step(ctx, Action(pending.tool, pending.args, pending.content), ctx.last())
                 continue
-            if self._done(last):
+            if self._done(last):  # a terminal tool has answered (perhaps in an earlier process)
                 yield Step(ctx, stop=DONE)
                 return
             if used >= self.max_steps:
@@ -85,7 +92,7 @@ class Agent:
             for action in actions:
                 # subtle: a brain may ask for several tools at once. Each is a turn of its
                 # own; the ones still left when the run must stop are dropped.
-                if used >= self.max_steps or _is_set(cancel) or self._done(ctx.last()):
+                if used >= self.max_steps or _is_set(cancel):
                     break
                 used += 1
                 decision = Message(ASSISTANT, action.reasoning, name=self.name,
@@ -94,8 +101,12 @@ class Agent:
                 if error is None and tool.needs_approval:
                     ctx = ctx.add(decision)  # and the top of the loop pauses
                     break
-                ctx = ctx.add(decision, error or self._call(tool, args))
-                yield Step(ctx, action, ctx.last())
+                result, ran = (error, False) if error else self._call(tool, args)
+                ctx = ctx.add(decision, result)
+                yield Step(ctx, action, result)
+                if ran and tool.terminal:
+                    yield Step(ctx, stop=DONE)
+                    return
 
     def run(self, user_input: str | None = None, *, context: Context | None = None, cancel=None) -> Context:
         """Run until the loop stops; hand back the whole notebook."""
@@ -106,7 +117,11 @@ class Agent:
         return _answer(_last(self.steps(user_input, context=context)))
 
     def as_tool(self, name: str | None = None, description: str | None = None) -> Tool:
-        """This agent as a coworker of another agent; its whole run is kept in the result note."""
+        """This agent as a coworker of another agent; its whole run is kept in the result note.
+
+        The inner run starts afresh each call and must finish in it: if it pauses for a
+        human, the outer agent hears "(no answer: paused)" and the inner run ends there.
+        """
         tool_name = name or self.name
 
         def ask(request: str) -> Message:
@@ -115,14 +130,20 @@ class Agent:
         return Tool(tool_name, description or self.description or f"ask {self.name}", ask)
 
     def _open(self, user_input, context) -> Context:
+        """The notebook this run starts from: a fresh one, or the one handed in, plus the question."""
         if context is None:
-            context = Context() if self.system is None else Context().add(Message(SYSTEM, self.system))
+            context = Context()
+        if not isinstance(context, Context):
+            raise TypeError("context must be a Context; load a saved one with Context.from_json(text)")
+        if len(context) == 0 and self.system is not None:
+            context = context.add(Message(SYSTEM, self.system))
         if user_input is not None:
             if context.pending is not None:
-                raise ValueError(f"this run is waiting for a human to decide on {context.pending.tool}; "
-                                 "approve or deny it before asking something new")
+                raise ValueError(f"this run waits on {context.pending.tool}: " + (
+                    "approve or deny it first" if context.pending is context.last()
+                    else "the verdict is in, so resume it first with agent.run(context=ctx)"))
             context = context.add(Message(USER, user_input))
-        if not any(m.role == USER for m in context):
+        if not any(m.role == USER and m.tool is None for m in context):
             raise ValueError("give the agent something to do: agent.run('a question') or run(context=saved)")
         return context
 
@@ -130,7 +151,7 @@ class Agent:
         """Ask the brain; pass on what a thinking (generator) brain yields; return its Actions."""
         out = self.policy(ctx, tuple(self.tools.values()))
         if inspect.isgenerator(out):
-            thinking = out
+            thinking = out  # the generator itself, to close; `out` becomes what it returns
             try:
                 while True:
                     try:
@@ -143,8 +164,8 @@ class Agent:
                         return []  # nothing the brain was deciding is written
             finally:
                 thinking.close()  # subtle: also when the caller stops pulling steps mid-thought
-        actions = [out] if isinstance(out, Action) else list(out)
-        if not actions or not all(isinstance(a, Action) for a in actions):
+        actions = [out] if isinstance(out, Action) else out
+        if not isinstance(actions, (list, tuple)) or not actions or not all(isinstance(a, Action) for a in actions):
             raise TypeError(f"the policy must return an Action or a list of them, not {out!r}")
         return actions
 
@@ -163,24 +184,27 @@ class Agent:
             return tool, None, _error(tool.name, f"bad arguments for {tool.name}: {problem}")
         return tool, args, None
 
-    def _call(self, tool: Tool, args: dict) -> Message:
+    def _call(self, tool: Tool, args: dict) -> tuple[Message, bool]:
+        """Call the tool: its result note, and whether it ran without raising."""
         try:
             out = tool(**args)
         except Exception as e:  # the tool's failure is news for the brain, not a crash
-            return _error(tool.name, f"{tool.name} failed: {type(e).__name__}: {e}")
+            return _error(tool.name, f"{tool.name} failed: {type(e).__name__}: {e}"), False
         if isinstance(out, Message):
-            return Message(TOOL, out.content, name=tool.name, notes=out.notes)
-        return Message(TOOL, out, name=tool.name)
+            return Message(TOOL, out.content, name=tool.name, notes=out.notes), True
+        return Message(TOOL, out, name=tool.name), True
 
     def _settle(self, verdict: Message) -> Message:
         """Run, or refuse, the decision a human has ruled on (see microagent.approval)."""
         if verdict.args is None:  # a verdict without arguments is a denial
             return Message(TOOL, f"denied by {verdict.name}: {verdict.content}", name=verdict.tool)
         tool, args, error = self._check(Action(verdict.tool, verdict.args))
-        return error or self._call(tool, args)
+        return error or self._call(tool, args)[0]
 
     def _done(self, note: Message) -> bool:
-        """Is this note what a terminal tool handed back (so the job is done)?"""
+        """Is this note what a terminal tool handed back, in a notebook handed to the loop?"""
+        # subtle: inside a run the loop knows whether a tool failed; a notebook handed in
+        # tells a result from an error note by its "error: " marker alone
         tool = self.tools.get(note.name) if note.role == TOOL else None
         return tool is not None and tool.terminal and not note.content.startswith(ERROR)
 

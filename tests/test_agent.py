@@ -245,7 +245,7 @@ def test_a_tool_that_needs_approval_pauses_the_run_before_it_runs():
     assert ran == [5] and done.last().content == "paid"
     denied = agent.run(context=deny(paused.context, "not today", by="bob"))
     assert ran == [5] and denied[-3].content == "denied by bob: not today"
-    with pytest.raises(ValueError, match="waiting for a human to decide on pay"):
+    with pytest.raises(ValueError, match="this run waits on pay: approve or deny it first"):
         agent.run("something else", context=paused.context)
 
 
@@ -361,3 +361,50 @@ def test_the_story_shows_what_a_human_changed():
     ctx = agent.run(context=approve(agent.run("pay 50"), by="alice", args={"amount": 40}, tool=pay))
     assert '    alice approved pay with {"amount": 40} (it asked for {"amount": 50})' in story(ctx).splitlines()
     assert "    -> pay returned: paid 40" in story(ctx).splitlines()
+
+
+def test_a_final_answer_that_starts_like_an_error_still_ends_the_run():
+    brain = scripted(Action("final_answer", {"answer": "error: no such order, sorry"}), answer("never said"))
+    agent = Agent(brain, [final_answer])
+    assert agent.answer("where is B0000?") == "error: no such order, sorry"
+
+
+def test_a_policy_that_forgets_to_return_gets_a_clear_error():
+    def forgetful(ctx, tools):
+        Action("final_answer", {"answer": "hi"})  # no return
+    with pytest.raises(TypeError, match="the policy must return an Action or a list of them, not None"):
+        Agent(forgetful, [final_answer]).run("hi")
+
+
+@pytest.mark.parametrize("make, says", [
+    (lambda: Agent(scripted(), final_answer), "a list of Tools"),
+    (lambda: Agent(scripted(), [final_answer], max_steps=-1), "max_steps a whole number, 0 or more"),
+    (lambda: Agent(scripted(), [final_answer], max_steps="3"), "max_steps a whole number"),
+    (lambda: Agent(scripted(), [final_answer], name=5), "name is a string"),
+    (lambda: Agent(scripted(), [final_answer]).run(context='{"format": "..."}'), "load a saved one with Context.from_json"),
+])
+def test_an_agent_built_or_run_wrongly_says_what_to_do(make, says):
+    with pytest.raises((TypeError, ValueError), match=says):
+        make()
+
+
+def test_a_notebook_with_only_a_verdict_and_no_question_is_refused_clearly():
+    lonely = Context((Message(ASSISTANT, "", name="a", tool="final_answer", args="{}"),
+                      Message(USER, "approved", name="bob", tool="final_answer", args="{}")))
+    with pytest.raises(ValueError, match="give the agent something to do"):
+        Agent(scripted(), [final_answer]).run(context=lonely)
+
+
+def test_an_empty_notebook_handed_in_still_gets_the_system_note():
+    agent = Agent(scripted(answer("hi")), [final_answer], system="Be brief.")
+    assert roles(agent.run("hello", context=Context())) == [SYSTEM, USER, ASSISTANT, TOOL]
+
+
+def test_asking_something_new_after_the_verdict_says_to_resume_first():
+    @as_tool(needs_approval=True)
+    def pay(amount: int) -> str:
+        """Pay an amount."""
+        return "paid"
+    agent = Agent(scripted(Action("pay", {"amount": 5})), [pay, final_answer])
+    with pytest.raises(ValueError, match=r"the verdict is in, so resume it first with agent.run\(context=ctx\)"):
+        agent.run("and another thing", context=approve(agent.run("pay 5"), by="bob"))
