@@ -13,6 +13,10 @@ and then returns its Action(s).
 Here too are brains that need no model: `scripted` plays a fixed list of
 actions, which is how tests drive an agent deterministically, and `replay`
 plays back the decisions recorded in a saved notebook.
+
+What it leaves out: it does not run anything or check an Action against the
+tools (the loop does that, and turns every mismatch into a note); a language
+model as a brain lives on top, in microagent.llm.
 """
 
 import json
@@ -29,11 +33,17 @@ class Action:
     reasoning: str = ""  # why, in a few words: it becomes the decision note's content
 
     def __post_init__(self):
+        if not (isinstance(self.tool, str) and isinstance(self.reasoning, str)):
+            raise TypeError(f"an Action's tool and reasoning are strings, as in "
+                            f"Action('look_up_order', {{'order_id': 'A1234'}}, 'why'), not {self!r}")
         # subtle: a dict would make a frozen Action mutable and unhashable, so the
         # arguments are kept as JSON text. A string is kept as it came: a model may
         # send broken JSON, and the loop turns that into an error note it can read.
         if not isinstance(self.args, str):
-            object.__setattr__(self, "args", json.dumps(self.args, ensure_ascii=False))
+            try:
+                object.__setattr__(self, "args", json.dumps(self.args, ensure_ascii=False))
+            except (TypeError, ValueError) as e:
+                raise TypeError(f"an Action's args must be plain JSON values ({e})") from None
 
 
 def decisions(ctx: Context) -> list[Action]:

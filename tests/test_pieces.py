@@ -194,3 +194,14 @@ def test_in_jupyter_a_context_shows_as_its_story():
                                                      args='{"answer": "hello"}'),
                         Message(TOOL, "hello", name="final_answer"))
     assert pretty.pretty(ctx) == 'you asked: "hi"\n  bot thought: say hello\n    -> final_answer returned: hello'
+
+
+@pytest.mark.parametrize("make, says", [
+    (lambda: Action(None), "tool and reasoning are strings"),
+    (lambda: Action(5, {}), "tool and reasoning are strings"),
+    (lambda: Action("t", {}, None), "tool and reasoning are strings"),
+    (lambda: Action("t", {"when": object()}), "args must be plain JSON values"),
+])
+def test_a_malformed_action_is_refused_when_it_is_made(make, says):
+    with pytest.raises(TypeError, match=says):
+        make()
