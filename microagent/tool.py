@@ -18,15 +18,16 @@ It supports the hints str, int, float, bool, list[...], dict, Literal[...] and
 import inspect
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Literal
+from typing import Literal
 
 from microagent.message import Message
 
 JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", dict: "object", list: "array"}
 
 
-@dataclass
+@dataclass(eq=False)  # two tools are the same coworker only if they are the same object
 class Tool:
     name: str
     description: str
@@ -38,6 +39,8 @@ class Tool:
     def __post_init__(self):
         if not (isinstance(self.name, str) and self.name.isidentifier()):
             raise ValueError(f"a tool's name must be a word like look_up_order, not {self.name!r}")
+        if not (isinstance(self.description, str) and callable(self.fn)):
+            raise TypeError(f"the tool {self.name}: its description is a string and its fn a function")
         self.schema = schema_of(self.fn)
 
     def __call__(self, **kwargs) -> str | Message:
@@ -64,6 +67,9 @@ class Tool:
 def as_tool(fn=None, *, name=None, description=None, terminal=False, needs_approval=False):
     """Make a function a Tool: bare `@as_tool`, or `@as_tool(name=..., terminal=True)`."""
     def make(fn):
+        if not inspect.isfunction(fn):
+            raise TypeError(f"as_tool makes a Tool from a function, not {fn!r}: put @as_tool above a def "
+                            "(and give a name with @as_tool(name=...))")
         about = description or inspect.getdoc(fn)
         if not about:
             raise ValueError(f"the tool {fn.__name__} needs a description: give it a docstring")
@@ -78,7 +84,11 @@ def schema_of(fn: Callable) -> dict:
     >>> schema_of(refund)["properties"]["amount"], schema_of(refund)["required"]
     ({'type': 'number'}, ['order_id', 'amount'])
     """
-    hints = typing.get_type_hints(fn)
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception as e:  # a hint naming something not imported, or not a plain function
+        raise TypeError(f"{fn!r}: its type hints can't be read ({e}); a tool's function is a plain def "
+                        "with hints like str or int") from None
     props, required = {}, []
     for p in inspect.signature(fn).parameters.values():
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY):
@@ -95,10 +105,16 @@ def _schema(hint, where: str) -> dict:
         return {}
     if origin is Literal:
         kinds = {JSON_TYPES.get(type(v)) for v in inner}
-        return {"type": kinds.pop(), "enum": list(inner)} if len(kinds) == 1 else {"enum": list(inner)}
+        if len(kinds) == 1 and None not in kinds:  # all values of one JSON type: say which
+            return {"type": kinds.pop(), "enum": list(inner)}
+        return {"enum": list(inner)}
     if origin in (typing.Union, types.UnionType) and type(None) in inner and len(inner) == 2:
-        real = _schema(next(h for h in inner if h is not type(None)), where)
-        return {**real, "type": [real["type"], "null"]} if "type" in real else real
+        schema = _schema(next(h for h in inner if h is not type(None)), where)  # X | None: X, or null
+        if "type" in schema:
+            schema["type"] = [schema["type"], "null"]
+        if "enum" in schema:
+            schema["enum"].append(None)
+        return schema
     if origin is list and len(inner) == 1:
         return {"type": "array", "items": _schema(inner[0], where)}
     if hint in JSON_TYPES or origin is dict:

@@ -205,3 +205,30 @@ def test_in_jupyter_a_context_shows_as_its_story():
 def test_a_malformed_action_is_refused_when_it_is_made(make, says):
     with pytest.raises(TypeError, match=says):
         make()
+
+
+def test_an_optional_literal_takes_none_too():
+    @as_tool
+    def mood(level: Literal["low", "high"] | None = None) -> str:
+        """Set a mood."""
+        return "ok"
+    assert mood.schema["properties"]["level"] == {"type": ["string", "null"], "enum": ["low", "high", None]}
+    assert mood.check({"level": None}) is None and mood.check({"level": "mid"}) is not None
+
+
+@pytest.mark.parametrize("make, says", [
+    (lambda: as_tool("look_up"), r"as_tool makes a Tool from a function, not 'look_up'"),
+    (lambda: as_tool(5), "as_tool makes a Tool from a function"),
+    (lambda: Tool("t", None, lambda: ""), "its description is a string and its fn a function"),
+    (lambda: Tool("t", "d", "not a function"), "its description is a string and its fn a function"),
+])
+def test_a_tool_made_wrongly_says_what_to_do(make, says):
+    with pytest.raises(TypeError, match=says):
+        make()
+
+
+def test_hints_that_cannot_be_read_are_a_clear_error():
+    def odd(x: "NotImported") -> str:  # noqa: F821
+        return x
+    with pytest.raises(TypeError, match="its type hints can't be read"):
+        Tool("odd", "Odd.", odd)
