@@ -24,7 +24,7 @@ class Context:
     def add(self, *msgs: Message) -> "Context":
         """A new notebook with `msgs` appended; this one is left as it was."""
         if not all(isinstance(m, Message) for m in msgs):
-            raise TypeError("Context.add takes Messages")
+            raise TypeError("Context.add takes Messages, one per argument: ctx.add(note) or ctx.add(*notes)")
         return Context(self.messages + msgs)
 
     def last(self) -> Message | None:
@@ -57,7 +57,7 @@ class Context:
         """Load a saved notebook; anything malformed is a ValueError that says where."""
         try:
             data = json.loads(text)
-        except (TypeError, ValueError) as e:
+        except (TypeError, ValueError, RecursionError) as e:  # RecursionError: absurdly deep nesting
             raise ValueError(f"not a saved Context: the text is not valid JSON ({e})") from None
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise ValueError(f'not a saved Context: expected an object with "format": "{FORMAT}"')

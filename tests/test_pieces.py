@@ -232,3 +232,8 @@ def test_hints_that_cannot_be_read_are_a_clear_error():
         return x
     with pytest.raises(TypeError, match="its type hints can't be read"):
         Tool("odd", "Odd.", odd)
+
+
+def test_absurdly_deep_json_is_still_a_value_error():
+    with pytest.raises(ValueError, match="not valid JSON"):
+        Context.from_json("[" * 100_000 + "]" * 100_000)
