@@ -18,10 +18,13 @@ asked for (the decision note) and what the human approved (the verdict).
 A verdict that can't be right is refused before anything is written: nothing
 waiting, a notebook that breaks the rules of microagent.invariants, a verdict
 for another tool than the waiting one, or edited arguments that don't fit the
-tool (to check those, `approve` needs the tool: `tool=...`). Signing verdicts
-against forgery belongs to hosting; here the saved notebook is the user's own.
+tool (to check those, `approve` needs the tool: `tool=...`).
+
+What it leaves out: signing a verdict against forgery. Here the saved notebook
+is the user's own file; a server that hands verdicts to strangers would sign them.
 """
 
+import dataclasses
 import functools
 import json
 
@@ -34,11 +37,14 @@ from microagent.tool import Tool
 def gate(tool: Tool, approver, by: str = "a human") -> Tool:
     """`tool`, asking `approver(name, args)` first; on a no it does not run."""
     @functools.wraps(tool.fn)  # the gate takes exactly the arguments the tool takes
-    def gated(**args) -> str:
+    def gated(**args) -> str | Message:
         if not approver(tool.name, args):
             return f"denied by {by}: {tool.name} did not run"
-        return f"approved by {by}, {tool(**args)}"
-    return Tool(tool.name, tool.description, gated, tool.terminal)
+        out = tool(**args)
+        if isinstance(out, Message):  # an agent used as a tool: keep its notes
+            return dataclasses.replace(out, content=f"approved by {by}, {out.content}")
+        return f"approved by {by}, {out}"
+    return dataclasses.replace(tool, fn=gated)
 
 
 def approve(ctx: Context, by: str = "a human", args: dict | None = None, *, tool: Tool | None = None) -> Context:

@@ -6,6 +6,7 @@ human's verdict on a decision (see microagent.approval) sits between the two.
 So a sound notebook keeps these rules:
 
 - at most one system note, and only as the very first note
+- a run begins with a question: the first note after the system note is one
 - every decision is answered by exactly one result from the tool it called,
   right after it (or right after the verdict on it)
 - only the last decision may be unanswered: that is a run paused for a human
@@ -19,7 +20,8 @@ untrusted JSON with `check(Context.from_json(text))`: it hands the notebook back
 when it is sound and raises a ValueError naming the first bad note otherwise.
 
 It checks the shape of a notebook, not its truth: it cannot tell whether a tool
-really said what its note says, or who really approved (signing is for hosting).
+really said what its note says, or who really approved (that would need signed
+verdicts, which are left out here).
 """
 
 import json
@@ -51,6 +53,8 @@ def _check(notes: tuple[Message, ...], where: str) -> None:
         after = notes[i + 1:i + 3]  # the one or two notes that must answer a decision
         if m.role == SYSTEM and i > 0:
             raise ValueError(f"{here}: a system note may only be the first note")
+        if i == (1 if notes[0].role == SYSTEM else 0) and not (m.role == USER and m.tool is None):
+            raise ValueError(f"{here}: a run begins with a question, a user note with no tool")
         if _is_decision(m) and after and not _answers(after, m):
             raise ValueError(f"{here}: a decision must be answered right after it, "
                              f"by a result from {m.tool} (a verdict may sit between)")
@@ -62,7 +66,11 @@ def _check(notes: tuple[Message, ...], where: str) -> None:
             if m.args is not None and not _is_object(m.args):
                 raise ValueError(f"{here}: the approved arguments must be a JSON object, not {m.args!r}")
         if m.role == TOOL:
-            asked = before if _is_decision(before) else notes[i - 2] if _is_verdict(before) else None
+            asked = None  # the decision this result answers: right before it, or before its verdict
+            if _is_decision(before):
+                asked = before
+            elif _is_verdict(before):
+                asked = notes[i - 2]
             if asked is None:
                 raise ValueError(f"{here}: a result with no decision before it")
             if m.name != asked.tool:

@@ -408,3 +408,13 @@ def test_asking_something_new_after_the_verdict_says_to_resume_first():
     agent = Agent(scripted(Action("pay", {"amount": 5})), [pay, final_answer])
     with pytest.raises(ValueError, match=r"the verdict is in, so resume it first with agent.run\(context=ctx\)"):
         agent.run("and another thing", context=approve(agent.run("pay 5"), by="bob"))
+
+
+def test_a_gated_agent_used_as_a_tool_keeps_its_notes():
+    adder = Agent(scripted(Action("add", {"a": 1, "b": 1}), answer("2")), [add, final_answer], name="adder",
+                  description="Adds.")
+    outer = Agent(scripted(Action("adder", {"request": "1 + 1?"}), answer("done")),
+                  [gate(adder.as_tool(), lambda name, args: True), final_answer])
+    note = outer.run("?")[2]
+    assert note.content == "approved by a human, 2"
+    assert len(note.notes) == 5  # user, assistant, tool, assistant, tool: the inner run, kept

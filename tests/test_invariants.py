@@ -98,3 +98,12 @@ def test_the_loops_own_error_notes_keep_the_rules():
     ctx = run_checked(Agent(brain, [final_answer]), "hi")
     # user, then four turns: three error notes, one answer
     assert [m.role for m in ctx] == [USER] + [ASSISTANT, TOOL] * 4
+
+
+def test_a_run_must_begin_with_a_question():
+    told = Message(SYSTEM, "Be brief.")
+    decided = Message(ASSISTANT, "", name="a", tool="final_answer", args="{}")
+    with pytest.raises(ValueError, match="message 1 .*: a run begins with a question"):
+        check(Context((told, decided)))
+    with pytest.raises(ValueError, match="message 0 .*: a run begins with a question"):
+        check(Context((decided,)))
