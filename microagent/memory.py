@@ -27,7 +27,7 @@ to), and a summary loses detail by design: the full notebook still has it.
 
 from collections import Counter
 
-from microagent.agent import ERROR, Agent
+from microagent.agent import DONE, ERROR, Agent
 from microagent.context import Context
 from microagent.message import ASSISTANT, SYSTEM, TOOL, USER, Message
 from microagent.tool import final_answer
@@ -45,8 +45,8 @@ def compact(ctx: Context, keep: int = 20, summarise=None) -> Context:
     assistant step
     tool 1
     """
-    if keep < 1:
-        raise ValueError("keep at least the last note: it is where the run stands")
+    if not (isinstance(keep, int) and keep >= 1):
+        raise ValueError(f"keep is how many recent notes stay whole: a whole number from 1 up, not {keep!r}")
     notes = ctx.messages
     head = _head(notes)
     start = max(head, len(notes) - keep)
@@ -54,7 +54,10 @@ def compact(ctx: Context, keep: int = 20, summarise=None) -> Context:
         start -= 1
     if start - head < 2:  # folding fewer than two notes saves nothing
         return ctx
-    summary = Message(ASSISTANT, (summarise or digest)(notes[head:start]), name="memory")
+    said = (summarise or digest)(notes[head:start])
+    if not isinstance(said, str):
+        raise TypeError(f"a summariser takes the notes and returns a string, not {said!r}")
+    summary = Message(ASSISTANT, said, name="memory")
     return Context(notes[:head] + (summary,) + notes[start:])
 
 
@@ -81,10 +84,18 @@ def digest(notes: tuple[Message, ...]) -> str:
 
 
 def summary_by(policy):
-    """A summariser that asks a brain: it reads the notes and calls final_answer with the summary."""
+    """A summariser that asks a brain: it reads the notes and calls final_answer with the summary.
+
+    A brain that gives no answer in three turns gets `digest`'s summary instead, said so.
+    """
     def summarise(notes: tuple[Message, ...]) -> str:
         ask = Message(USER, "Summarise the notes above in a few lines, for your own later use.")
-        return Agent(policy, [final_answer], name="memory", max_steps=3).answer(context=Context(notes + (ask,)))
+        scribe = Agent(policy, [final_answer], name="memory", max_steps=3)
+        for step in scribe.steps(context=Context(notes + (ask,))):
+            pass
+        if step.stop == DONE:
+            return step.context.last().content
+        return "(the summariser gave no answer) " + digest(notes)
     return summarise
 
 
@@ -93,9 +104,9 @@ def remembering(policy, keep: int = 20, summarise=None):
     # subtle: the brain now counts only what it sees. A scripted brain, which counts
     # the decisions in its notebook to know its next move, would lose its place; a
     # brain that reads the latest notes (as a language model does) is what fits here.
-    def brain(ctx: Context, tools):
+    def policy_on_less(ctx: Context, tools):
         return policy(compact(ctx, keep, summarise), tools)
-    return brain
+    return policy_on_less
 
 
 def _head(notes: tuple[Message, ...]) -> int:

@@ -36,8 +36,10 @@ from microagent.tool import Tool
 def retrying(tool: Tool, attempts: int = 3, wait: float = 0.0, on: tuple[type[Exception], ...] = (Exception,),
              sleep=time.sleep) -> Tool:
     """`tool`, tried again when it raises one of `on`: `attempts` tries in all, waiting wait, 2*wait, 4*wait..."""
-    if attempts < 1:
-        raise ValueError("a tool needs at least one attempt")
+    if not (isinstance(attempts, int) and attempts >= 1 and wait >= 0):
+        raise ValueError("retrying takes attempts, a whole number from 1 up, and wait, seconds from 0 up")
+    if not (isinstance(on, tuple) and all(isinstance(e, type) and issubclass(e, Exception) for e in on)):
+        raise TypeError("on= is a tuple of exception classes, e.g. on=(ConnectionError, TimeoutError)")
 
     @functools.wraps(tool.fn)  # the wrapper takes exactly the arguments the tool takes
     def retried(**args):
@@ -55,7 +57,7 @@ def retrying(tool: Tool, attempts: int = 3, wait: float = 0.0, on: tuple[type[Ex
             said = f" (on attempt {attempt} of {attempts}; the last failure: {failed})"
             return dataclasses.replace(out, content=out.content + said) if isinstance(out, Message) else out + said
         raise RuntimeError(f"gave up after {attempts} attempts; the last failure: {failed}")
-    return Tool(tool.name, tool.description, retried, tool.terminal, tool.needs_approval)
+    return dataclasses.replace(tool, fn=retried)
 
 
 def hiding(tool: Tool, report, said: str = "it failed; the details went to the developer") -> Tool:
@@ -69,4 +71,4 @@ def hiding(tool: Tool, report, said: str = "it failed; the details went to the d
         # subtle: raised here, after the except block, so the new exception has no link
         # (__context__) back to the one with the secret, for a traceback to print
         raise RuntimeError(said)
-    return Tool(tool.name, tool.description, hidden, tool.terminal, tool.needs_approval)
+    return dataclasses.replace(tool, fn=hidden)

@@ -70,7 +70,7 @@ def test_a_paused_run_keeps_its_waiting_decision_and_the_verdict_with_it():
 def test_nothing_to_fold_gives_the_same_notebook_back():
     ctx = counted(1)
     assert compact(ctx, keep=20) is ctx
-    with pytest.raises(ValueError, match="keep at least the last note"):
+    with pytest.raises(ValueError, match="keep is how many recent notes stay whole"):
         compact(ctx, keep=0)
 
 
@@ -144,3 +144,23 @@ def test_compact_keeps_the_rules_the_head_and_the_recent_notes(script, questions
     tail = short[head + 1:] if folded else short.messages
     assert ctx[-len(tail):] == tail  # the recent notes, whole and in order
     assert not folded or (short[head].name == "memory" and len(tail) >= keep)
+
+
+@pytest.mark.parametrize("keep", [0, 2.5, "3", None])
+def test_keep_must_be_a_whole_number_of_notes(keep):
+    with pytest.raises(ValueError, match="a whole number from 1 up"):
+        compact(Context((Message(USER, "hi"),)), keep)
+
+
+def test_a_summariser_must_return_text():
+    ctx = Context((Message(USER, "hi"),) + (Message(ASSISTANT, "", name="a", tool="t", args="{}"),
+                                             Message(TOOL, "x", name="t")) * 5)
+    with pytest.raises(TypeError, match="returns a string"):
+        compact(ctx, 2, summarise=lambda notes: None)
+
+
+def test_a_summarising_brain_with_no_answer_falls_back_to_the_digest():
+    def mute(ctx, tools):
+        return Action("nothing", {})
+    notes = (Message(ASSISTANT, "", name="a", tool="t", args="{}"), Message(TOOL, "x", name="t"))
+    assert summary_by(mute)(notes) == "(the summariser gave no answer) " + digest(notes)

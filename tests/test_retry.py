@@ -88,7 +88,7 @@ def test_an_agent_used_as_a_tool_keeps_its_notes_when_retried():
 
 
 def test_at_least_one_attempt():
-    with pytest.raises(ValueError, match="at least one attempt"):
+    with pytest.raises(ValueError, match="attempts, a whole number from 1 up"):
         retrying(final_answer, attempts=0)
 
 
@@ -135,3 +135,17 @@ def test_a_failure_followed_by_a_success_keeps_the_secret_out_too():
     note = one_call(retrying(hiding(fetch, errors.append, said="the fetch failed"), sleep=lambda s: None))
     assert note.content == "the page at x.org (on attempt 2 of 3; the last failure: RuntimeError: the fetch failed)"
     assert SECRET in str(errors[0]) and len(calls) == 2
+
+
+@pytest.mark.parametrize("settings, says", [
+    ({"attempts": 0}, "attempts, a whole number from 1 up"),
+    ({"attempts": "3"}, "attempts, a whole number from 1 up"),
+    ({"attempts": 2.5}, "attempts, a whole number from 1 up"),
+    ({"wait": -1}, "wait, seconds from 0 up"),
+    ({"on": ConnectionError}, "on= is a tuple of exception classes"),
+    ({"on": ("oops",)}, "on= is a tuple of exception classes"),
+])
+def test_retrying_set_up_wrongly_says_so_when_the_tool_is_wrapped(settings, says):
+    fetch, calls = flaky(0)
+    with pytest.raises((TypeError, ValueError), match=says):
+        retrying(fetch, **settings)
