@@ -19,10 +19,10 @@ import size  # noqa: E402  (benchmarks/size.py, the counter the README quotes)
 
 
 def module_imports(name: str) -> set[str]:
-    """The microagent modules a module imports at its top level (not inside functions)."""
+    """The microagent modules a module imports, anywhere in it (inside functions too)."""
     tree = ast.parse((ROOT / "microagent" / f"{name}.py").read_text())
     found = set()
-    for node in tree.body:
+    for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("microagent"):
             found.add(node.module.removeprefix("microagent."))
         elif isinstance(node, ast.Import):
@@ -30,15 +30,22 @@ def module_imports(name: str) -> set[str]:
     return found
 
 
+# the one exception, and why: Jupyter shows a Context as its story, and the story
+# printer lives on top of the core, so Context._repr_pretty_ imports it when asked
+REACHES_UP = {"context": {"trace"}}
+
+
 def test_the_core_imports_only_downward():
     for i, name in enumerate(CORE):
-        assert module_imports(name) <= set(CORE[:i]), f"{name}.py imports from above itself"
+        allowed = set(CORE[:i]) | REACHES_UP.get(name, set())
+        assert module_imports(name) <= allowed, f"{name}.py imports from above itself"
 
 
 def test_modules_on_top_are_imported_by_nothing_in_the_core():
     on_top = {p.stem for p in (ROOT / "microagent").glob("*.py")} - set(CORE) - {"__init__", "__main__"}
     for name in CORE:
-        assert not module_imports(name) & on_top, f"{name}.py imports a module built on top of the core"
+        reaching_up = module_imports(name) & on_top
+        assert reaching_up <= REACHES_UP.get(name, set()), f"{name}.py imports a module built on top of the core"
 
 
 def test_init_only_re_exports():
