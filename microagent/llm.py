@@ -167,7 +167,9 @@ def to_actions(message: dict, native: bool = True) -> list[Action]:
         fn = call.get("function") or {}
         # subtle: the arguments stay raw text. Broken JSON from the model is not ours to
         # fix: the loop turns it into an error note, and the model reads it next turn.
-        actions.append(Action(fn.get("name") or "", fn.get("arguments") or "{}", text if i == 0 else ""))
+        # A name that is not text becomes "", which the loop answers the same way; arguments
+        # sent as an object instead of text are turned into JSON text by Action itself.
+        actions.append(Action(_text(fn.get("name")), fn.get("arguments") or "{}", text if i == 0 else ""))
     return actions
 
 
@@ -190,7 +192,7 @@ def read_move(text: str) -> Action:
         except ValueError:
             continue
         if isinstance(found, dict) and isinstance(found.get("tool"), str):
-            return Action(found["tool"], found.get("args", {}), str(found.get("reasoning", "")))
+            return Action(found["tool"], found.get("args", {}), _text(found.get("reasoning")))
     if "{" not in text:
         return _in_words(text)
     return Action("", "{}", f"(the reply was not one JSON object with a tool: {text})")
@@ -200,6 +202,10 @@ def _in_words(text: str) -> Action:
     if not text:  # an empty reply: final_answer without an answer, so the loop says what's missing
         return Action("final_answer", {}, "(the reply was empty)")
     return Action("final_answer", {"answer": text}, IN_WORDS)
+
+
+def _text(value) -> str:
+    return value if isinstance(value, str) else ""  # a name or a reasoning that is null, a number, ...
 
 
 def _parsed(args: str):
@@ -222,16 +228,20 @@ def chat_policy(model: str, base_url: str = "http://localhost:11434/v1", *, api_
     tried again `retries` times, waiting as the server asks (`sleep` does the waiting).
     The policy yields the reply's text (piece by piece when `stream`), then a Usage.
     """
+    _check_settings(model, base_url, timeout, retries)
     if api_key is None and api_key_env is not None:
         api_key = os.environ.get(api_key_env)
         if not api_key:
             raise ValueError(f"the environment variable {api_key_env} is not set: set it to your API key")
+        key_hint = f"the key in ${api_key_env}"  # what a refused request points at
+    elif api_key:
+        key_hint = "the api_key passed"
+    else:
+        key_hint = "no key was sent: pass api_key= or api_key_env="
     url = base_url.rstrip("/") + "/chat/completions"
     headers = {"Content-Type": "application/json", "User-Agent": "microagent"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
-    key_hint = ("no key was sent: pass api_key= or api_key_env=" if not api_key
-                else f"the key in ${api_key_env}" if api_key_env else "the api_key passed")
 
     def problem(status: int, detail: str, tries: int) -> str:
         """The words for a failed request; a server that repeats the key gets it blanked out."""
@@ -249,7 +259,7 @@ def chat_policy(model: str, base_url: str = "http://localhost:11434/v1", *, api_
                 message = yield from _read_stream(response, url, timeout)
             else:
                 message, usage = _read_whole(response, url, timeout)
-                if (message.get("content") or "").strip():
+                if message["content"].strip():
                     yield message["content"]
                 if usage is not None:
                     yield usage
@@ -257,6 +267,18 @@ def chat_policy(model: str, base_url: str = "http://localhost:11434/v1", *, api_
             response.close()
         return to_actions(message, native_tools)
     return policy
+
+
+def _check_settings(model: str, base_url: str, timeout: float, retries: int) -> None:
+    """Settings that can't work are a ValueError now, not a puzzling failure at the first request."""
+    if not (isinstance(model, str) and model):
+        raise ValueError(f"model must be the model's name on the server, not {model!r}")
+    if not (isinstance(base_url, str) and base_url.startswith(("http://", "https://"))):
+        raise ValueError(f"base_url must start with http:// or https://, not {base_url!r}")
+    if not (isinstance(timeout, (int, float)) and 0 < timeout < float("inf")):
+        raise ValueError(f"timeout must be a number of seconds above 0, not {timeout!r}")
+    if not (isinstance(retries, int) and retries >= 0):
+        raise ValueError(f"retries must be a whole number, 0 or more, not {retries!r}")
 
 
 def _post(url: str, data: bytes, headers: dict, timeout: float, retries: int, sleep, problem):
@@ -269,18 +291,25 @@ def _post(url: str, data: bytes, headers: dict, timeout: float, retries: int, sl
             e.close()
             if (status != 429 and status < 500) or attempt == retries:
                 raise LLMError(problem(status, detail, attempt + 1)) from None
-        except urllib.error.URLError as e:  # no answer at all
-            if isinstance(e.reason, TimeoutError):
-                raise LLMError(_timed_out(url, timeout, "to accept the connection")) from None
-            if isinstance(e.reason, ConnectionRefusedError):
-                raise LLMError(f"could not connect to {url}: connection refused. "
-                               "Is the model server running, at that address?") from None
-            raise LLMError(f"could not reach {url} ({e.reason}): check the base URL") from None
+        except urllib.error.URLError as e:  # the request never got through: the reason says why
+            raise LLMError(_not_reached(url, timeout, e.reason)) from None
         except TimeoutError:
             raise LLMError(_timed_out(url, timeout, "to start answering")) from None
         except (OSError, HTTPException) as e:  # e.g. the server hung up without answering
             raise LLMError(_broken(url, e)) from None
         sleep(wait)
+
+
+def _not_reached(url: str, timeout: float, reason) -> str:
+    """Why a request never got through (connecting or sending), and what to do about it."""
+    if isinstance(reason, TimeoutError):  # subtle: a server that is up accepts at once, even mid-load
+        return (f"{url} did not accept the connection within timeout={timeout:g}s: "
+                "check the base URL, and that this machine can reach it")
+    if isinstance(reason, ConnectionRefusedError):
+        return f"could not connect to {url}: connection refused. Is the model server running, at that address?"
+    if isinstance(reason, ConnectionError):  # reset or hung up while we were still sending
+        return _broken(url, reason)
+    return f"could not reach {url} ({reason}): check the base URL"  # no such host, TLS to a plain server, ...
 
 
 def _retry_after(header: str | None, attempt: int) -> float:
@@ -312,15 +341,16 @@ def _http_problem(url: str, status: int, detail: str, tries: int, model: str, ke
                   native: bool) -> str:
     """What a failed status means, and what to do about it."""
     said = f" (the server said: {detail})" if detail else ""
+    after = f", still after {tries} tries" if tries > 1 else ""  # 429 and 5xx are tried again
     if status in (401, 403):  # subtle: no detail here: some servers echo part of a wrong key
         return f"{url} refused the request (HTTP {status}): check the API key; {key_hint}"
     if status == 404:
         return (f"{url} answered 404 not found{said}: check the model name {model!r} "
                 "(is it served there?) and the base URL (it usually ends in /v1)")
     if status == 429:
-        return f"{url} is rate limiting (HTTP 429), still after {tries} tries{said}: wait, then try again"
+        return f"{url} is rate limiting (HTTP 429){after}{said}: wait, then try again"
     if status >= 500:
-        return f"{url} failed with HTTP {status}, {tries} times in a row{said}: try again later"
+        return f"{url} failed with HTTP {status}{after}{said}: try again later"
     hint = " If the model cannot call tools, try native_tools=False." if native else ""
     return f"{url} rejected the request (HTTP {status}){said}.{hint}"
 
@@ -331,26 +361,53 @@ def _timed_out(url: str, timeout: float, what: str) -> str:
 
 
 def _broken(url: str, e: Exception) -> str:
-    return f"the connection to {url} broke during the reply ({type(e).__name__}): try again"
+    return f"the connection to {url} broke before the reply was whole ({type(e).__name__}): try again"
 
 
 def _not_chat(url: str) -> str:
     return f"{url} did not answer like a chat completions API: check the base URL (it usually ends in /v1)"
 
 
+def _malformed(url: str, what: str, value) -> str:
+    return f"{url} sent a reply that is not well formed: its {what} is {json.dumps(value)[:100]}"
+
+
+def _words(content, url: str) -> str:
+    """A reply's words: text, or OpenAI-style parts [{"type": "text", "text": ...}, ...] joined."""
+    if content is None or isinstance(content, str):
+        return content or ""
+    if not isinstance(content, list):
+        raise LLMError(_malformed(url, "content", content))
+    return "".join(p["text"] for p in content
+                   if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str))
+
+
+def _calls(calls, url: str) -> list[dict]:
+    """A reply's tool calls (or a delta's pieces of them), as long as they are a list of objects."""
+    calls = [] if calls is None else calls
+    if not (isinstance(calls, list) and all(isinstance(c, dict) and isinstance(c.get("function") or {}, dict)
+                                            for c in calls)):
+        raise LLMError(_malformed(url, "tool_calls", calls))
+    return calls
+
+
 def _read_whole(response, url: str, timeout: float) -> tuple[dict, Usage | None]:
-    """A reply that was not streamed: its message and its usage."""
+    """A reply that was not streamed: its message (words as text, calls as a list) and its usage."""
     try:
         reply = json.loads(response.read())
         if reply.get("error"):
             raise LLMError(f"{url} answered with an error: {_said(reply['error'])}")
-        return reply["choices"][0]["message"], _usage(reply.get("usage"))
+        message, usage = reply["choices"][0]["message"], _usage(reply.get("usage"))
     except TimeoutError:
         raise LLMError(_timed_out(url, timeout, "to send the reply")) from None
     except (OSError, HTTPException) as e:
         raise LLMError(_broken(url, e)) from None
-    except (ValueError, KeyError, IndexError, TypeError):
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
         raise LLMError(_not_chat(url)) from None
+    if not isinstance(message, dict):
+        raise LLMError(_malformed(url, "message", message))
+    return {**message, "content": _words(message.get("content"), url),
+            "tool_calls": _calls(message.get("tool_calls"), url)}, usage
 
 
 def _read_stream(response, url: str, timeout: float):
@@ -359,9 +416,11 @@ def _read_stream(response, url: str, timeout: float):
     The stream is server-sent events: lines of `data: {chunk}`, ending with `data: [DONE]`.
     A chunk's `delta` holds a piece of text, or pieces of tool calls keyed by `index`:
     the first piece of a call brings its id and name, the rest bring bits of its arguments.
+    Some servers send no index, only whole calls: then a piece's place in the delta's list
+    stands in for it, and a piece with a new id starts a new call.
     """
-    text, calls, usage = [], {}, None  # calls: index -> {"id", "type", "function": {"name", "arguments"}}
-    events = 0
+    text, calls, usage = [], [], None  # calls: [{"id", "type", "function": {"name", "arguments"}}]
+    events, growing = 0, {}  # growing: index (or place in the list) -> the call its pieces add to
     try:
         for line in response:
             line = line.decode("utf-8").strip()
@@ -376,22 +435,28 @@ def _read_stream(response, url: str, timeout: float):
             usage = _usage(chunk.get("usage")) or usage
             for choice in chunk.get("choices") or []:
                 delta = choice.get("delta") or {}
-                if delta.get("content"):
-                    text.append(delta["content"])
-                    yield delta["content"]
-                for piece in delta.get("tool_calls") or []:
-                    call = calls.setdefault(piece.get("index", 0), {
-                        "id": "", "type": "function", "function": {"name": "", "arguments": ""}})
+                words = _words(delta.get("content"), url)
+                if words:
+                    text.append(words)
+                    yield words
+                for position, piece in enumerate(_calls(delta.get("tool_calls"), url)):
+                    key, new_id = piece.get("index", position), piece.get("id") or ""
+                    call = growing.get(key)
+                    if call is None or (new_id and call["id"] and new_id != call["id"]):
+                        call = growing[key] = {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
+                        calls.append(call)
                     fn = piece.get("function") or {}
-                    call["id"] = call["id"] or piece.get("id") or ""
+                    call["id"] = call["id"] or new_id
                     call["function"]["name"] = call["function"]["name"] or fn.get("name") or ""
                     more = fn.get("arguments") or ""
-                    call["function"]["arguments"] += more if isinstance(more, str) else json.dumps(more)
+                    if not isinstance(more, str):  # some servers send the object itself, whole: write it as Action does
+                        more = json.dumps(more, ensure_ascii=False)
+                    call["function"]["arguments"] += more
     except TimeoutError:
         raise LLMError(_timed_out(url, timeout, "to send the next piece of the reply")) from None
     except (OSError, HTTPException) as e:
         raise LLMError(_broken(url, e)) from None
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, TypeError):
         raise LLMError(_not_chat(url)) from None
     if events == 0:  # not one event: whatever this is, it is not a stream of chunks
         raise LLMError(_not_chat(url))
@@ -399,7 +464,7 @@ def _read_stream(response, url: str, timeout: float):
         yield usage
     message = {"role": "assistant", "content": "".join(text) or None}
     if calls:
-        message["tool_calls"] = [calls[i] for i in sorted(calls)]
+        message["tool_calls"] = calls  # in the order they began
     return message  # shaped like a reply that was not streamed, so to_actions can't tell them apart
 
 
@@ -413,10 +478,21 @@ def _usage(counts: dict | None) -> Usage | None:
 # --- record a live brain, replay it offline ----------------------------------------------
 
 def recorded(policy, path: str | pathlib.Path):
-    """`policy`, writing the run's decisions so far to `path` (JSON lines) each time it decides."""
+    """`policy`, writing the run's decisions so far to `path` (JSON lines) each time it decides.
+
+    It writes the decisions in the notebook it is handed. So wrap it around a brain
+    that compacts (microagent.memory): `recorded(remembering(p), path)` records them
+    all, while `remembering(recorded(p, path))` would see only the compacted notebook,
+    and the decisions folded into its summary would drop out of the file.
+    """
     def recording(ctx: Context, tools: tuple[Tool, ...]):
         out = policy(ctx, tools)
-        chosen = (yield from out) if inspect.isgenerator(out) else out  # pass its events on
+        # subtle: the `yield from` makes `recording` a generator even when `policy` is a plain
+        # function; the agent takes either kind of brain, so that changes nothing for it.
+        if inspect.isgenerator(out):
+            chosen = yield from out  # pass its events on; what it returns is its Action(s)
+        else:
+            chosen = out
         chosen = [chosen] if isinstance(chosen, Action) else list(chosen)
         # subtle: the whole file is written again from the notebook, not appended to. The
         # notebook holds exactly the decisions that were made; an Action the agent dropped

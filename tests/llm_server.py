@@ -9,8 +9,8 @@
 A reply goes out whole, or, when the request asks for `stream`, as server-sent
 events cut into small pieces that split words and split the JSON of tool-call
 arguments mid-token, the way a real model's tokens fall. A script entry can also
-be an HTTP error (with a Retry-After), a slow answer, a stream that stalls, or
-any raw body at all.
+be an HTTP error (with a Retry-After), a slow answer, a stream that stalls, a
+stream made by hand (`stream_of`), or any raw body at all.
 
 It is a real `http.server` on 127.0.0.1, on a free port, in a thread. No model,
 no network beyond this machine.
@@ -47,6 +47,12 @@ def error(status: int, message: str = "scripted failure", retry_after: str | Non
 def raw(text: str) -> dict:
     """A scripted 200 answer with exactly this body: a web page, say, or a hand-made stream."""
     return {"raw": text}
+
+
+def stream_of(*deltas: dict) -> dict:
+    """A scripted stream made by hand: one chunk per delta, as server-sent events, then [DONE]."""
+    events = [{"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": d}]} for d in deltas]
+    return raw("".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n")
 
 
 def chunks(message: dict, usage: dict | None, piece: int = PIECE) -> list[dict]:

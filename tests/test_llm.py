@@ -3,6 +3,7 @@
 import json
 import os
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -12,10 +13,11 @@ from pathlib import Path
 import pytest
 from hypothesis import given, strategies as st
 
-from llm_server import chunks, error, raw, reply, serve
+from llm_server import chunks, error, raw, reply, serve, stream_of
 from microagent import (ASSISTANT, CANCELLED, SYSTEM, TOOL, USER, Action, Agent, Context,
                         Message, approve, as_tool, decisions, deny, final_answer, scripted, story)
 from microagent.demo import QUESTION, check_policy, look_up_order, support_agent
+from microagent.memory import remembering
 from microagent.llm import (IN_WORDS, LLMError, Usage, _read_stream, chat_policy, read_actions, read_move,
                             recorded, replayed, to_actions, to_messages, to_request)
 
@@ -152,6 +154,56 @@ def test_the_models_mistakes_come_back_to_it_as_notes_and_it_gets_to_fix_them(st
         {"role": "tool", "tool_call_id": "call_1", "content": errors[0]}]
 
 
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_tool_name_that_is_not_text_is_an_error_note_the_model_reads(stand_in, stream):
+    server = stand_in(reply(calls=[(7, '{"a": 1, "b": 1}')]), reply("gave up"))
+    ctx = Agent(chat_policy("tiny", server.url, stream=stream), [add, final_answer]).run("1 + 1?")
+    # user, assistant (a call to no tool), tool (the error), assistant, tool
+    assert (ctx[1].tool, ctx[1].args) == ("", '{"a": 1, "b": 1}')
+    assert ctx[2].content == "error: there is no tool named ''; the tools are: add, final_answer"
+    assert ctx.last().content == "gave up"
+
+
+def test_arguments_sent_as_an_object_are_written_the_same_streamed_or_whole(stand_in):
+    call = {"id": "c1", "type": "function", "function": {"name": "final_answer", "arguments": {"answer": "½ off"}}}
+    whole = stand_in(raw(json.dumps({"choices": [{"message": {"role": "assistant", "tool_calls": [call]}}]})))
+    streamed = stand_in(stream_of({"tool_calls": [{"index": 0, **call}]}))
+    runs = [Agent(chat_policy("tiny", s.url, stream=s is streamed), [final_answer]).run("?") for s in (whole, streamed)]
+    assert runs[0] == runs[1]
+    assert runs[0][1].args == '{"answer": "½ off"}'  # JSON text, as Action writes it: no \u escapes
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_words_sent_as_a_list_of_parts_are_joined(stand_in, stream):
+    parts = [{"type": "text", "text": "It is "}, {"type": "image_url", "image_url": {"url": "x"}},
+             {"type": "text", "text": "5."}]
+    server = stand_in(reply(parts) if not stream else stream_of({"content": parts[:2]}, {"content": parts[2:]}))
+    steps = list(Agent(chat_policy("tiny", server.url, stream=stream), [final_answer]).steps("2 + 3?"))
+    assert "".join(texts(steps)) == "It is 5."  # the text parts only, in order
+    assert steps[-1].context.last() == Message(TOOL, "It is 5.", name="final_answer")
+
+
+MALFORMED = {  # (stream?, what the server sent) -> what the error says is wrong
+    "no message": (False, raw('{"choices": [{"message": null}]}'), "its message is null"),
+    "content neither text nor parts": (False, raw('{"choices": [{"message": {"content": 7}}]}'), "its content is 7"),
+    "tool_calls not a list": (False, raw('{"choices": [{"message": {"tool_calls": {"id": "c1"}}}]}'),
+                              'its tool_calls is {"id": "c1"}'),
+    "a call that is not an object": (False, raw('{"choices": [{"message": {"tool_calls": ["add"]}}]}'),
+                                     'its tool_calls is ["add"]'),
+    "streamed tool_calls not a list": (True, stream_of({"tool_calls": {"index": 0}}), 'its tool_calls is {"index": 0}'),
+    "streamed content neither": (True, stream_of({"content": {"text": "hi"}}), 'its content is {"text": "hi"}'),
+}
+
+
+@pytest.mark.parametrize("name", MALFORMED)
+def test_a_malformed_reply_is_an_llm_error_that_says_what_is_wrong(stand_in, name):
+    stream, entry, what = MALFORMED[name]
+    server = stand_in(entry)
+    with pytest.raises(LLMError) as e:
+        ask(chat_policy("tiny", server.url, stream=stream))
+    assert str(e.value) == f"{server.url}/chat/completions sent a reply that is not well formed: {what}"
+
+
 def test_a_reply_in_words_is_the_final_answer_and_an_empty_one_is_an_error_note(stand_in):
     assert to_actions({"role": "assistant", "content": "  It is 5.\n"}) == [
         Action("final_answer", {"answer": "It is 5."}, IN_WORDS)]
@@ -207,6 +259,19 @@ def test_streamed_tool_call_arguments_are_put_back_together_from_fragments(stand
     server = stand_in(reply(calls=[("add", '{"a": 12, "b": 30}')]), reply("42"))
     ctx = Agent(chat_policy("tiny", server.url), [add, final_answer]).run("12 + 30?")
     assert ctx[1].args == '{"a": 12, "b": 30}' and ctx[2].content == "42"
+
+
+def test_streamed_calls_without_an_index_stay_apart(stand_in):
+    one, two = ({"id": f"c{n}", "type": "function", "function": {"name": "add", "arguments": f'{{"a": {n}, "b": {n}}}'}}
+                for n in (1, 2))
+    server = stand_in(stream_of({"tool_calls": [one]}, {"tool_calls": [two]}),  # a new id: a new call
+                      stream_of({"tool_calls": [one, two]}),  # two in one delta: their places tell them apart
+                      reply("done"))
+    ctx = Agent(chat_policy("tiny", server.url), [add, final_answer]).run("1 + 1 and 2 + 2, twice?")
+    # user, then (assistant, tool) for each call: two from each streamed reply, then the answer
+    assert [(m.tool, m.args) for m in ctx if m.role == ASSISTANT][:4] == [
+        ("add", '{"a": 1, "b": 1}'), ("add", '{"a": 2, "b": 2}')] * 2
+    assert [m.content for m in ctx if m.role == TOOL] == ["2", "4", "2", "4", "done"]
 
 
 @given(text=st.text(max_size=40), calls=st.lists(st.tuples(st.sampled_from(["add", "nope", ""]), st.text(max_size=30)),
@@ -296,6 +361,61 @@ def test_nobody_listening_asks_whether_the_server_is_running():
     assert url in str(e.value)
 
 
+@pytest.mark.parametrize("setting, problem", [
+    ({"retries": -1}, "retries must be a whole number, 0 or more, not -1"),
+    ({"retries": 1.5}, "retries must be a whole number, 0 or more, not 1.5"),
+    ({"timeout": 0}, "timeout must be a number of seconds above 0, not 0"),
+    ({"timeout": float("inf")}, "timeout must be a number of seconds above 0, not inf"),
+    ({"base_url": "localhost:11434/v1"}, "base_url must start with http:// or https://, not 'localhost:11434/v1'"),
+    ({"model": ""}, "model must be the model's name on the server, not ''"),
+])
+def test_settings_that_cannot_work_are_refused_when_the_brain_is_made(setting, problem):
+    with pytest.raises(ValueError) as e:
+        chat_policy(**{"model": "tiny", "base_url": "http://127.0.0.1:1/v1", **setting})
+    assert str(e.value) == problem
+
+
+def test_a_server_that_never_accepts_the_connection_is_not_a_slow_model():
+    listener = socket.create_server(("127.0.0.1", 0), backlog=0)  # listens, never accepts
+    port, queued = listener.getsockname()[1], []
+    for _ in range(3):  # fill its queue: further connections are left waiting, unanswered
+        s = socket.socket()
+        s.setblocking(False)
+        s.connect_ex(("127.0.0.1", port))
+        queued.append(s)
+    try:
+        with pytest.raises(LLMError, match=r"did not accept the connection within timeout=0.3s: check the base URL"):
+            ask(chat_policy("tiny", f"http://127.0.0.1:{port}/v1", timeout=0.3))
+    finally:
+        for s in queued + [listener]:
+            s.close()
+
+
+def test_tls_to_a_plain_http_server_says_check_the_base_url(stand_in):
+    server = stand_in(reply("hi"))
+    url = server.url.replace("http://", "https://")
+    with pytest.raises(LLMError, match=r"could not reach https://.*\(.*SSL.*\): check the base URL"):
+        ask(chat_policy("tiny", url))
+
+
+def test_a_server_that_resets_the_connection_while_we_send_says_try_again():
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def reset():  # read a little of the request, then reset the connection
+        conn, _addr = listener.accept()
+        conn.recv(1024)
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        conn.close()
+    threading.Thread(target=reset, daemon=True).start()
+    long = Context((Message(USER, "x" * (16 << 20)),))  # more than the socket buffers hold: still sending
+    try:
+        with pytest.raises(LLMError, match=r"the connection to .* broke before the reply was whole "
+                                           r"\(ConnectionResetError\): try again"):
+            next(chat_policy("tiny", f"http://127.0.0.1:{listener.getsockname()[1]}/v1")(long, (final_answer,)))
+    finally:
+        listener.close()
+
+
 def test_a_server_that_hangs_up_without_answering_is_a_clear_error():
     listener = socket.create_server(("127.0.0.1", 0))
 
@@ -306,7 +426,7 @@ def test_a_server_that_hangs_up_without_answering_is_a_clear_error():
     threading.Thread(target=hang_up, daemon=True).start()
     url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
     try:
-        with pytest.raises(LLMError, match="the connection to .* broke during the reply .*: try again"):
+        with pytest.raises(LLMError, match="the connection to .* broke before the reply was whole .*: try again"):
             ask(chat_policy("tiny", url, stream=False))
     finally:
         listener.close()
@@ -322,6 +442,14 @@ def test_a_refused_key_says_check_the_key_and_never_shows_it(stand_in, monkeypat
     assert server.headers[0]["Authorization"] == f"Bearer {secret}"  # it was sent...
     assert secret not in str(e.value) and secret not in repr(policy)  # ...and is never shown
     assert len(server.requests) == 1  # a wrong key is not tried again
+
+
+def test_a_key_passed_directly_is_the_one_a_refusal_points_at(stand_in, monkeypatch):
+    monkeypatch.setenv("STAND_IN_KEY", "sk-from-the-environment")
+    server = stand_in(error(401))
+    with pytest.raises(LLMError, match=r"check the API key; the api_key passed$"):
+        ask(chat_policy("tiny", server.url, api_key="sk-passed", api_key_env="STAND_IN_KEY"))
+    assert server.headers[0]["Authorization"] == "Bearer sk-passed"  # the key passed wins
 
 
 def test_a_key_the_server_repeats_in_another_error_is_blanked_out(stand_in):
@@ -361,8 +489,13 @@ def test_retries_are_bounded_then_the_error_is_clear(stand_in):
         ask(chat_policy("tiny", server.url, retries=2, sleep=instant(waits)))
     assert waits == [1.0, 1.0] and len(server.requests) == 3
     server = stand_in(*[error(500)] * 2)
-    with pytest.raises(LLMError, match="failed with HTTP 500, 2 times in a row"):
+    with pytest.raises(LLMError, match=r"failed with HTTP 500, still after 2 tries \(the server said"):
         ask(chat_policy("tiny", server.url, retries=1, sleep=instant([])))
+    server = stand_in(error(500), error(429))  # tried once only: no count to give
+    with pytest.raises(LLMError, match=r"failed with HTTP 500 \(the server said"):
+        ask(chat_policy("tiny", server.url, retries=0))
+    with pytest.raises(LLMError, match=r"rate limiting \(HTTP 429\) \(the server said"):
+        ask(chat_policy("tiny", server.url, retries=0))
 
 
 def test_a_slow_server_is_cut_off_by_the_timeout_which_is_named(stand_in):
@@ -460,6 +593,14 @@ def test_reading_a_json_move_is_forgiving_but_never_guesses():
     assert unreadable.tool == "" and "not one JSON object with a tool" in unreadable.reasoning
 
 
+def test_a_json_move_whose_reasoning_is_null_has_no_reasoning(stand_in):
+    server = stand_in(reply('{"tool": "add", "args": {"a": 1, "b": 1}, "reasoning": null}'),
+                      reply('{"tool": "final_answer", "args": {"answer": "2"}, "reasoning": 7}'))
+    ctx = Agent(chat_policy("tiny", server.url, native_tools=False), [add, final_answer]).run("1 + 1?")
+    assert [a.reasoning for a in decisions(ctx)] == ["", ""]
+    assert '  agent thought: call add with {"a": 1, "b": 1}' in story(ctx).splitlines()  # not "thought: None"
+
+
 def test_an_unreadable_json_move_becomes_an_error_note_the_model_reads(stand_in):
     server = stand_in(reply('{"tool": "add", "args": {"a": 1,}}'), reply('{"tool": "final_answer", "args": {"answer": "?"}}'))
     ctx = Agent(chat_policy("tiny", server.url, native_tools=False), [add, final_answer]).run("1 + ?")
@@ -492,6 +633,17 @@ def test_recording_keeps_step_with_the_notebook_when_a_pause_drops_an_action(tmp
     assert [a.tool for a in read_actions(path)] == ["pay", "add", "final_answer"]
     again = Agent(replayed(path), [pay, add, final_answer])
     assert again.run(context=approve(again.run("pay 5, then add"), by="alice")) == ctx
+
+
+def test_recording_goes_outside_remembering_so_every_decision_is_kept(tmp_path):
+    def live():  # a brain that ignores the notebook, as a model reading only the latest notes may
+        moves = iter([Action("add", {"a": n, "b": 1}) for n in range(6)] + [Action("final_answer", {"answer": "ok"})])
+        return lambda ctx, tools: next(moves)
+    outside, inside = tmp_path / "outside.jsonl", tmp_path / "inside.jsonl"
+    ctx = Agent(recorded(remembering(live(), keep=2), outside), [add, final_answer]).run("count")
+    assert read_actions(outside) == decisions(ctx)  # all 7
+    Agent(remembering(recorded(live(), inside), keep=2), [add, final_answer]).run("count")
+    assert read_actions(inside) == decisions(ctx)[-2:]  # it saw the compacted notebook: the rest is lost
 
 
 def test_a_broken_recording_says_which_line(tmp_path):
@@ -527,6 +679,17 @@ def test_the_example_sends_the_key_from_the_named_variable(stand_in):
     done = run_example("--base-url", server.url, "--model", "m", "--api-key-env", "EXAMPLE_KEY", env=env)
     assert done.returncode == 0, done.stderr
     assert server.headers[0]["Authorization"] == "Bearer sk-example"
+
+
+@pytest.mark.parametrize("flags, problem", [
+    (["--api-key-env", "NO_SUCH_KEY_VAR"], "the environment variable NO_SUCH_KEY_VAR is not set"),
+    (["--timeout", "0"], "timeout must be a number of seconds above 0"),
+])
+def test_the_example_says_in_one_line_what_is_wrong_with_a_setting(flags, problem):
+    env = {k: v for k, v in os.environ.items() if k != "NO_SUCH_KEY_VAR"}
+    done = run_example("--base-url", f"http://127.0.0.1:{free_port()}/v1", "--model", "m", *flags, env=env)
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"error: {problem}") and done.stderr.count("\n") == 1  # no traceback
 
 
 def test_the_example_says_what_to_do_when_the_server_is_not_there():
