@@ -134,10 +134,17 @@ def test_02_the_rebuilt_notebook_adds_like_the_library(nb02):
     '{"format": "microagent.context/1", "messages": [{"role": "user", "content": "hi", "mood": "glad"}]}',
     '{"format": "microagent.context/1", "messages": [{"role": "user", "content": 3}]}',
     '{"format": "microagent.context/1", "messages": [{"role": "tool", "content": "x", "notes": "abc"}]}',
+    '{"format": "microagent.context/1", "messages": [{"role": "tool", "content": "x", "notes": 5}]}',
     '{"format": "microagent.context/1", "messages": [{"role": "tool", "content": "x", "notes": [{"role": "user"}]}]}',
 ])
 def test_02_the_rebuilt_loader_refuses_what_the_library_refuses(nb02, bad):
-    assert outcome(nb02["from_json"], bad)[0] == outcome(Context.from_json, bad)[0] == "ValueError"
+    assert outcome(nb02["from_json"], bad) == outcome(Context.from_json, bad)
+    assert outcome(Context.from_json, bad)[0] == "ValueError"
+
+
+def test_02_the_rebuilt_loader_refuses_what_is_not_text_like_the_library(nb02):
+    assert outcome(nb02["from_json"], None) == outcome(Context.from_json, None)
+    assert outcome(Context.from_json, None)[0] == "ValueError"
 
 
 # --- 03: the coworker -----------------------------------------------------------------
