@@ -22,7 +22,7 @@ def manager(tool_name: str, args: dict) -> bool:
     return args["amount"] <= 50
 
 
-def brain(ctx, tools):
+def policy(ctx, tools):
     """Ask for the refund once; then say what happened."""
     last = ctx.last()
     if last.role == "user":
@@ -33,7 +33,7 @@ def brain(ctx, tools):
     return Action("final_answer", {"answer": "A teammate needs to look at this refund first."}, "it was refused")
 
 
-agent = Agent(brain, [gate(refund, manager, by="the manager"), final_answer], name="support")
+agent = Agent(policy, [gate(refund, manager, by="the manager"), final_answer], name="support")
 show(agent.run("Please refund $30"))
 print()
 show(agent.run("Please refund $300"))

@@ -35,13 +35,13 @@ def main(argv: list[str] | None = None) -> int:
     options = parser.parse_args(argv)
 
     try:
-        brain = chat_policy(options.model, options.base_url, api_key_env=options.api_key_env,
+        policy = chat_policy(options.model, options.base_url, api_key_env=options.api_key_env,
                             stream=not options.no_stream, native_tools=not options.json_tools,
                             timeout=options.timeout)
     except ValueError as e:  # a setting that can't work, such as a key variable that is not set
         print(f"error: {e}", file=sys.stderr)
         return 2  # as argparse does for a bad command line
-    agent = support_agent(policy=brain)
+    agent = support_agent(policy=policy)
     told, writing = 0, False  # lines of the story printed so far; in the middle of the model's words?
     try:
         for step in agent.steps(options.question):

@@ -3,7 +3,7 @@
     python examples/memory.py
 
 A clerk counts to 200, one tool call at a time: 200 turns, 400 notes and more.
-Its brain is wrapped in `remembering(brain, keep=4)`, so every turn it is shown
+Its brain is wrapped in `remembering(policy, keep=4)`, so every turn it is shown
 only the question, one summary note of everything older, and the last few
 notes. The agent's own notebook keeps every note, for the record.
 """
@@ -20,7 +20,7 @@ def step(n: int) -> str:
     return str(n + 1)
 
 
-def brain(ctx: Context, tools) -> Action:
+def policy(ctx: Context, tools) -> Action:
     """Read where the count stands (the last result) and take one more step, or stop."""
     last = ctx.last()
     n = int(last.content) if last.role == TOOL else 0
@@ -32,12 +32,12 @@ def brain(ctx: Context, tools) -> Action:
 shown = []  # what the brain was shown, turn by turn
 
 
-def watched_brain(ctx: Context, tools) -> Action:
+def watched_policy(ctx: Context, tools) -> Action:
     shown.append(ctx)
-    return brain(ctx, tools)
+    return policy(ctx, tools)
 
 
-agent = Agent(remembering(watched_brain, keep=4), [step, final_answer], name="clerk", max_steps=GOAL + 1)
+agent = Agent(remembering(watched_policy, keep=4), [step, final_answer], name="clerk", max_steps=GOAL + 1)
 
 if __name__ == "__main__":
     full = agent.run(f"Count to {GOAL}, please.")

@@ -28,9 +28,9 @@ def refund_rules(order_id: str) -> str:
     return f"{order_id}: up to ${price} back" if "defective" in state else f"{order_id}: not defective, no refund"
 
 
-def specialist_brain(tool_name: str):
+def specialist_policy(tool_name: str):
     """A brain for a one-tool specialist: call the tool about the order asked for, then report."""
-    def brain(ctx: Context, tools) -> Action:
+    def policy(ctx: Context, tools) -> Action:
         request = next(m.content for m in reversed(ctx.messages) if m.role == USER)
         order_id = re.search(r"[A-Z]\d{4}", request).group()
         last = ctx.last()
@@ -40,19 +40,19 @@ def specialist_brain(tool_name: str):
             return Action("final_answer", {"answer": f"I could not check {order_id} ({last.content})"},
                           "the tool failed, so say so")
         return Action("final_answer", {"answer": last.content}, "report back")
-    return brain
+    return policy
 
 
-orders = Agent(specialist_brain("look_up_order"), [look_up_order, final_answer], name="orders",
+orders = Agent(specialist_policy("look_up_order"), [look_up_order, final_answer], name="orders",
                description="Knows every order: what it is, what it cost, its state.")
-billing = Agent(specialist_brain("refund_rules"), [refund_rules, final_answer], name="billing",
+billing = Agent(specialist_policy("refund_rules"), [refund_rules, final_answer], name="billing",
                 description="Knows what the refund rules allow for an order.")
 
 REQUESTS = [("orders", "What is order A1234?"), ("billing", "What can we refund for A1234?"),
             ("billing", "What can we refund for B5678?")]
 
 
-def manager_brain(ctx: Context, tools) -> Action:
+def manager_policy(ctx: Context, tools) -> Action:
     """Ask each specialist in turn; then pass on what billing said."""
     heard = [m.content for m in ctx if m.role == TOOL]
     if len(heard) < len(REQUESTS):
@@ -61,7 +61,7 @@ def manager_brain(ctx: Context, tools) -> Action:
     return Action("final_answer", {"answer": "billing says: " + "; ".join(heard[1:])}, "pass on what billing said")
 
 
-manager = Agent(manager_brain, [orders.as_tool(), billing.as_tool(), final_answer], name="manager")
+manager = Agent(manager_policy, [orders.as_tool(), billing.as_tool(), final_answer], name="manager")
 
 if __name__ == "__main__":
     show(manager.run("Refunds for A1234 and B5678, please."))

@@ -28,7 +28,7 @@ from microagent.invariants import check
 refund = Tool(issue_refund.name, issue_refund.description, issue_refund.fn, needs_approval=True)
 
 
-def brain(ctx: Context, tools) -> Action:
+def policy(ctx: Context, tools) -> Action:
     """The demo's support brain, plus what to tell the customer once a human has ruled."""
     last = ctx.last()
     if last.name == refund.name and last.content.startswith("denied"):
@@ -41,7 +41,7 @@ def brain(ctx: Context, tools) -> Action:
     return support_brain(ctx, tools)
 
 
-agent = Agent(brain, [look_up_order, check_policy, refund, final_answer], name="support")
+agent = Agent(policy, [look_up_order, check_policy, refund, final_answer], name="support")
 
 
 def start(path: pathlib.Path) -> None:

@@ -44,7 +44,7 @@ def charge_card(order_id: str, amount: float) -> str:
     raise RuntimeError("gateway said 401 for key sk-demo-0000-not-a-real-key")  # a secret in the error
 
 
-def brain(ctx: Context, tools) -> Action:
+def policy(ctx: Context, tools) -> Action:
     """Plain rules that read the last note, errors included."""
     last = ctx.last()
     if last.role != TOOL:
@@ -61,7 +61,7 @@ def brain(ctx: Context, tools) -> Action:
 
 errors = []  # the developer's list: full exceptions, never shown to the brain
 
-agent = Agent(brain, [look_up_order, retrying(check_stock, attempts=3), hiding(charge_card, errors.append),
+agent = Agent(policy, [look_up_order, retrying(check_stock, attempts=3), hiding(charge_card, errors.append),
                       final_answer], name="support")
 
 if __name__ == "__main__":

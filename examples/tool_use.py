@@ -22,11 +22,11 @@ def km_to_miles(km: float) -> str:
     return f"{km * 0.621371:.1f}"
 
 
-brain = scripted(
+policy = scripted(
     Action("multiply", {"a": 42.195, "b": 2}, "a double marathon is twice 42.195 km"),
     Action("km_to_miles", {"km": "84.39"}, "now in miles"),
     Action("km_to_miles", {"km": 84.39}, "the converter wants a number, not text"),
     Action("final_answer", {"answer": "A double marathon is 84.39 km, about 52.4 miles."}, "that's the answer"),
 )
-agent = Agent(brain, [multiply, km_to_miles, final_answer], name="runner")
+agent = Agent(policy, [multiply, km_to_miles, final_answer], name="runner")
 show(agent.run("How long is a double marathon, in miles?"))
