@@ -21,7 +21,7 @@ import pathlib
 import sys
 
 from microagent import Action, Agent, Context, Tool, approve, deny, final_answer, story
-from microagent.demo import QUESTION, check_policy, issue_refund, look_up_order, support_brain
+from microagent.demo import QUESTION, check_policy, issue_refund, look_up_order, support_policy
 from microagent.invariants import check
 
 # the demo's refund coworker, but this one waits for a human instead of asking on the spot
@@ -38,7 +38,7 @@ def policy(ctx: Context, tools) -> Action:
     if last.name == refund.name and "refunded" in last.content:
         return Action("final_answer", {"answer": f"Done: {last.content}, there in 3 to 5 days."},
                       "the refund went through, so tell the customer what was refunded")
-    return support_brain(ctx, tools)
+    return support_policy(ctx, tools)
 
 
 agent = Agent(policy, [look_up_order, check_policy, refund, final_answer], name="support")

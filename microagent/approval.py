@@ -47,7 +47,7 @@ def gate(tool: Tool, approver, by: str = "a human") -> Tool:
     return dataclasses.replace(tool, fn=gated)
 
 
-def approve(ctx: Context, by: str = "a human", args: dict | None = None, *, tool: Tool | None = None) -> Context:
+def approve(ctx: Context, *, by: str = "a human", args: dict | None = None, tool: Tool | None = None) -> Context:
     """The notebook with a yes on the waiting decision: as the brain asked, or with edited `args`.
 
     Edited arguments are checked against `tool` (the waiting tool) before anything is written.
@@ -57,14 +57,14 @@ def approve(ctx: Context, by: str = "a human", args: dict | None = None, *, tool
         return ctx.add(Message(USER, "approved", name=by, tool=pending.tool, args=pending.args))
     if tool is None:
         raise ValueError(f"to check the edited arguments, approve needs the {pending.tool} tool: "
-                         "approve(ctx, by, args, tool=...)")
+                         "approve(ctx, by=..., args=..., tool=...)")
     problem = tool.check(args) if isinstance(args, dict) else "the arguments must be a dict"
     if problem:
         raise ValueError(f"the edited arguments don't fit {tool.name}: {problem}")
     return ctx.add(Message(USER, "approved", name=by, tool=pending.tool, args=json.dumps(args, ensure_ascii=False)))
 
 
-def deny(ctx: Context, reason: str, by: str = "a human", *, tool: Tool | None = None) -> Context:
+def deny(ctx: Context, reason: str, *, by: str = "a human", tool: Tool | None = None) -> Context:
     """The notebook with a no on the waiting decision; the tool will not run, the brain reads `reason`."""
     pending = _waiting(ctx, tool)
     return ctx.add(Message(USER, reason, name=by, tool=pending.tool))

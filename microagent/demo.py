@@ -49,7 +49,7 @@ def issue_refund(order_id: str, amount: float) -> str:
     return f"${amount:g} refunded to the original card"
 
 
-def support_brain(ctx: Context, tools) -> Action:
+def support_policy(ctx: Context, tools) -> Action:
     """Pick the next move by reading the notebook: the question, then the latest result."""
     question = next(m.content for m in reversed(ctx.messages) if m.role == USER and m.tool is None)
     order = re.search(r"[A-Z]\d{4}", question)
@@ -73,7 +73,7 @@ def support_brain(ctx: Context, tools) -> Action:
                   "no refund this time, so tell the customer honestly")
 
 
-def support_agent(approver=None, policy=support_brain) -> Agent:
+def support_agent(approver=None, policy=support_policy) -> Agent:
     """The support agent; `approver(tool_name, args) -> bool` signs off refunds (None: always yes)."""
     def yes(tool_name: str, args: dict) -> bool:
         return True

@@ -142,27 +142,27 @@ def paused_refund() -> Context:
 
 
 @pytest.mark.parametrize("give, problem", [
-    (lambda ctx: approve(ctx, "alice", {"order_id": "A1234", "amount": "79"}, tool=refund),
+    (lambda ctx: approve(ctx, by="alice", args={"order_id": "A1234", "amount": "79"}, tool=refund),
      "the edited arguments don't fit issue_refund: amount must be number, not str '79'"),
-    (lambda ctx: approve(ctx, "alice", {"order_id": "A1234"}, tool=refund),
+    (lambda ctx: approve(ctx, by="alice", args={"order_id": "A1234"}, tool=refund),
      "the edited arguments don't fit issue_refund: missing amount (it takes: order_id, amount)"),
-    (lambda ctx: approve(ctx, "alice", {"order_id": "A1234", "amount": 1, "tip": 5}, tool=refund),
+    (lambda ctx: approve(ctx, by="alice", args={"order_id": "A1234", "amount": 1, "tip": 5}, tool=refund),
      "the edited arguments don't fit issue_refund: unexpected tip (it takes: order_id, amount)"),
-    (lambda ctx: approve(ctx, "alice", ["A1234", 79], tool=refund),
+    (lambda ctx: approve(ctx, by="alice", args=["A1234", 79], tool=refund),
      "the edited arguments don't fit issue_refund: the arguments must be a dict"),
-    (lambda ctx: approve(ctx, "alice", {"order_id": "A1234", "amount": 70}),
-     "to check the edited arguments, approve needs the issue_refund tool: approve(ctx, by, args, tool=...)"),
-    (lambda ctx: approve(ctx, "alice", tool=final_answer),
+    (lambda ctx: approve(ctx, by="alice", args={"order_id": "A1234", "amount": 70}),
+     "to check the edited arguments, approve needs the issue_refund tool: approve(ctx, by=..., args=..., tool=...)"),
+    (lambda ctx: approve(ctx, by="alice", tool=final_answer),
      "the run is waiting for a verdict on issue_refund, not on final_answer"),
     (lambda ctx: deny(ctx, "no", tool=final_answer),
      "the run is waiting for a verdict on issue_refund, not on final_answer"),
-    (lambda ctx: approve(approve(ctx, "alice"), "alice"),
+    (lambda ctx: approve(approve(ctx, by="alice"), by="alice"),
      "issue_refund has a verdict already: resume the run with agent.run(context=ctx)"),
-    (lambda ctx: deny(refund_agent().run(context=approve(ctx, "alice")), "too late"),
+    (lambda ctx: deny(refund_agent().run(context=approve(ctx, by="alice")), "too late"),
      "nothing in this notebook is waiting for approval"),
-    (lambda ctx: approve(Context().add(Message(USER, "hi")), "alice"),
+    (lambda ctx: approve(Context().add(Message(USER, "hi")), by="alice"),
      "nothing in this notebook is waiting for approval"),
-    (lambda ctx: approve(Context(ctx[:2] + (Message(TOOL, "$79 refunded", name="issue_refund"),) + ctx[2:]), "alice"),
+    (lambda ctx: approve(Context(ctx[:2] + (Message(TOOL, "$79 refunded", name="issue_refund"),) + ctx[2:]), by="alice"),
      "message 2 (a result from issue_refund): a result with no decision before it"),
 ])
 def test_a_verdict_that_cannot_be_right_is_refused_and_changes_nothing(give, problem):
@@ -177,7 +177,7 @@ def test_a_verdict_that_cannot_be_right_is_refused_and_changes_nothing(give, pro
 def test_approving_as_proposed_needs_no_tool_and_edits_that_fit_pass():
     ctx = paused_refund()
     assert approve(ctx, by="alice").last().args == ctx.pending.args
-    edited = approve(ctx, "alice", {"order_id": "A1234", "amount": 70.5}, tool=refund)
+    edited = approve(ctx, by="alice", args={"order_id": "A1234", "amount": 70.5}, tool=refund)
     assert json.loads(edited.last().args) == {"order_id": "A1234", "amount": 70.5}
 
 
@@ -221,7 +221,7 @@ def test_a_tool_that_needs_approval_never_runs_without_one_and_every_run_ends_in
         if human is None:
             ctx = deny(ctx, "no", by="bob")
         else:
-            ctx = approve(ctx, "alice", {"amount": human} if human % 2 else None, tool=wire)
+            ctx = approve(ctx, by="alice", args={"amount": human} if human % 2 else None, tool=wire)
         ctx = run_checked(agent, context=ctx)
 
     # every wire that ran was approved, right before it, with exactly the amount it ran with

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from microagent import Agent, Context, Tool, approve, final_answer, story
-from microagent.demo import QUESTION, check_policy, issue_refund, look_up_order, support_agent, support_brain
+from microagent.demo import QUESTION, check_policy, issue_refund, look_up_order, support_agent, support_policy
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -79,6 +79,6 @@ def test_each_small_example_runs_offline_and_prints_its_story(example, last_line
 
 def test_the_demo_brain_replies_well_after_a_refund_approved_later():
     waiting = Tool(issue_refund.name, issue_refund.description, issue_refund.fn, needs_approval=True)
-    agent = Agent(support_brain, [look_up_order, check_policy, waiting, final_answer], name="support")
+    agent = Agent(support_policy, [look_up_order, check_policy, waiting, final_answer], name="support")
     ctx = agent.run(context=approve(agent.run(QUESTION), by="alice"))
     assert ctx.last().content.startswith("Good news, A1234 qualifies.")

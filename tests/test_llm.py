@@ -300,7 +300,7 @@ def test_the_tokens_each_reply_cost_are_an_event_of_its_step(stand_in, stream):
 # --- the refund office, with either brain ---------------------------------------------------
 
 def office_replies(final_as_words: bool) -> list[dict]:
-    """The stand-in model makes the very moves the rule-based support_brain makes."""
+    """The stand-in model makes the very moves the rule-based support_policy makes."""
     last = (reply("Good news, A1234 qualifies. I refunded $79 to your card, here in 3 to 5 days.")
             if final_as_words else
             reply("all set, time to reply to the customer", calls=[("final_answer", json.dumps(

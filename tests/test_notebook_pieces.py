@@ -292,7 +292,7 @@ def says_no(tool_name: str, args: dict) -> bool:
 def test_06_the_office_built_by_hand_tells_the_demos_story(nb06, approver, question):
     tools = [nb06["look_up_order"], nb06["check_policy"], microagent.gate(nb06["issue_refund"], approver),
              microagent.final_answer]
-    ours = Agent(nb06["support_brain"], tools, name="support").run(question)
+    ours = Agent(nb06["support_policy"], tools, name="support").run(question)
     theirs = demo.support_agent(approver).run(question)
     assert ours == theirs
     assert story(ours) == story(theirs)
