@@ -7,17 +7,11 @@ import sys
 
 from microagent import USER, Context
 from microagent.invariants import check
+from test_examples import REFUND_STORY
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
-PAUSED = """\
-you asked: "Can I get a refund for order A1234? It arrived broken."
-  support thought: let me pull up the order first
-    -> look_up_order returned: A1234, Wireless Headphones, $79, delivered, reported defective
-  support thought: now check if it qualifies
-    -> check_policy returned: eligible, within the 30 day window and reported defective
-  support thought: it qualifies, and a refund needs a human to sign off
-"""
+PAUSED = "".join(REFUND_STORY.splitlines(keepends=True)[:6])  # the refund story up to the refund
 
 
 def run(example: str, *args: str, cwd: pathlib.Path, ok: bool = True) -> subprocess.CompletedProcess:
