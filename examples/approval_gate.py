@@ -3,7 +3,8 @@
     python examples/approval_gate.py
 
 The gate is a Tool wrapping a Tool. Here the "human" is a function with a rule
-(refunds up to $50 are fine); in a terminal it could just as well call input().
+(refunds up to $50 are fine); in a terminal it could just as well ask
+`input("approve? ") == "y"`.
 The same brain runs twice: the small refund goes through, the big one does not,
 and the brain reads the denial and tells the customer.
 """

@@ -47,7 +47,7 @@ class Step:
 class Agent:
     def __init__(self, policy: Callable, tools: list[Tool], *, name: str = "agent", description: str = "",
                  system: str | None = None, max_steps: int = 10):
-        if not callable(policy) or isinstance(tools, Tool) or not all(isinstance(t, Tool) for t in tools):
+        if not callable(policy) or not isinstance(tools, (list, tuple)) or not all(isinstance(t, Tool) for t in tools):
             raise TypeError("an Agent takes a policy (a function: context, tools -> Action) and a list of "
                             "Tools (make one from a function with @as_tool)")
         if not (isinstance(name, str) and isinstance(max_steps, int) and max_steps >= 0):
@@ -70,23 +70,23 @@ class Agent:
             if pending is not None and pending is last:  # waiting for a human's verdict
                 yield Step(ctx, stop=PAUSED)
                 return
+            if self._done(last):  # a terminal tool has answered (perhaps in an earlier process)
+                yield Step(ctx, stop=DONE)
+                return
+            if _is_set(cancel):
+                yield Step(ctx, stop=CANCELLED)
+                return
             if pending is not None:  # a human has ruled on the waiting decision: settle it
                 if last.tool != pending.tool:  # never run a tool the brain did not ask for
                     raise ValueError(f"the verdict is on {last.tool}, but the run waits on {pending.tool}")
                 ctx = ctx.add(self._settle(last))
                 yield Step(ctx, Action(pending.tool, pending.args, pending.content), ctx.last())
                 continue
-            if self._done(last):  # a terminal tool has answered (perhaps in an earlier process)
-                yield Step(ctx, stop=DONE)
-                return
             if used >= self.max_steps:
                 if not (last.role == ASSISTANT and last.tool is None):  # not said already
                     ctx = ctx.add(Message(ASSISTANT, f"out of steps: stopped after {used} turns "
                                           "without an answer", name=self.name))
                 yield Step(ctx, stop=OUT_OF_STEPS)
-                return
-            if _is_set(cancel):
-                yield Step(ctx, stop=CANCELLED)
                 return
             actions = yield from self._decide(ctx, cancel)  # passes on what a thinking brain yields
             for action in actions:
@@ -101,12 +101,10 @@ class Agent:
                 if error is None and tool.needs_approval:
                     ctx = ctx.add(decision)  # and the top of the loop pauses
                     break
-                result, ran = (error, False) if error else self._call(tool, args)
-                ctx = ctx.add(decision, result)
-                yield Step(ctx, action, result)
-                if ran and tool.terminal:
-                    yield Step(ctx, stop=DONE)
-                    return
+                ctx = ctx.add(decision, error or self._call(tool, args))
+                yield Step(ctx, action, ctx.last())
+                if self._done(ctx.last()):
+                    break  # and the top of the loop says done
 
     def run(self, user_input: str | None = None, *, context: Context | None = None, cancel=None) -> Context:
         """Run until the loop stops; hand back the whole notebook."""
@@ -125,7 +123,14 @@ class Agent:
         tool_name = name or self.name
 
         def ask(request: str) -> Message:
-            last = _last(self.steps(request))
+            last = None
+            try:
+                for last in self.steps(request):
+                    pass
+            except Exception as e:  # the inner brain failed: say so, and keep what its run did
+                done = () if last is None else last.context.messages
+                return Message(TOOL, f"{ERROR}{tool_name} failed: {type(e).__name__}: {e}", name=tool_name,
+                               notes=done, error=True)
             return Message(TOOL, _answer(last), name=tool_name, notes=last.context.messages)
         return Tool(tool_name, description or self.description or f"ask {self.name}", ask)
 
@@ -184,33 +189,30 @@ class Agent:
             return tool, None, _error(tool.name, f"bad arguments for {tool.name}: {problem}")
         return tool, args, None
 
-    def _call(self, tool: Tool, args: dict) -> tuple[Message, bool]:
-        """Call the tool: its result note, and whether it ran without raising."""
+    def _call(self, tool: Tool, args: dict) -> Message:
         try:
             out = tool(**args)
         except Exception as e:  # the tool's failure is news for the brain, not a crash
-            return _error(tool.name, f"{tool.name} failed: {type(e).__name__}: {e}"), False
-        if isinstance(out, Message):
-            return Message(TOOL, out.content, name=tool.name, notes=out.notes), True
-        return Message(TOOL, out, name=tool.name), True
+            return _error(tool.name, f"{tool.name} failed: {type(e).__name__}: {e}")
+        if isinstance(out, Message):  # a whole note (an agent used as a tool): keep its notes
+            return Message(TOOL, out.content, name=tool.name, notes=out.notes, error=out.error)
+        return Message(TOOL, out, name=tool.name)
 
     def _settle(self, verdict: Message) -> Message:
         """Run, or refuse, the decision a human has ruled on (see microagent.approval)."""
         if verdict.args is None:  # a verdict without arguments is a denial
-            return Message(TOOL, f"denied by {verdict.name}: {verdict.content}", name=verdict.tool)
+            return Message(TOOL, f"denied by {verdict.name}: {verdict.content}", name=verdict.tool, error=True)
         tool, args, error = self._check(Action(verdict.tool, verdict.args))
-        return error or self._call(tool, args)[0]
+        return error or self._call(tool, args)
 
     def _done(self, note: Message) -> bool:
-        """Is this note what a terminal tool handed back, in a notebook handed to the loop?"""
-        # subtle: inside a run the loop knows whether a tool failed; a notebook handed in
-        # tells a result from an error note by its "error: " marker alone
+        """Is this note what a terminal tool handed back (not an error), so the job is done?"""
         tool = self.tools.get(note.name) if note.role == TOOL else None
-        return tool is not None and tool.terminal and not note.content.startswith(ERROR)
+        return tool is not None and tool.terminal and not note.error
 
 
 def _error(tool_name: str, problem: str) -> Message:
-    return Message(TOOL, ERROR + problem, name=tool_name)
+    return Message(TOOL, ERROR + problem, name=tool_name, error=True)
 
 
 def _is_set(cancel) -> bool:

@@ -36,9 +36,15 @@ from microagent.tool import Tool
 
 def gate(tool: Tool, approver, by: str = "a human") -> Tool:
     """`tool`, asking `approver(name, args)` first; on a no it does not run."""
+    if tool.terminal or not callable(approver):
+        raise ValueError("gate a coworker with side effects, not the final answer, and give it an approver: "
+                         "a function (tool_name, args) -> True or False")
     @functools.wraps(tool.fn)  # the gate takes exactly the arguments the tool takes
     def gated(**args) -> str | Message:
-        if not approver(tool.name, args):
+        yes = approver(tool.name, args)
+        if not isinstance(yes, bool):  # subtle: "no" is a true string; only True is a yes
+            raise TypeError(f"the approver must answer True or False, not {yes!r}")
+        if not yes:
             return f"denied by {by}: {tool.name} did not run"
         out = tool(**args)
         if isinstance(out, Message):  # an agent used as a tool: keep its notes

@@ -21,6 +21,12 @@ FORMAT = "microagent.context/1"  # written into every saved notebook, checked on
 class Context:
     messages: tuple[Message, ...] = ()
 
+    def __post_init__(self):
+        # subtle: only the tuple is checked here, not each note, or every add would cost a
+        # pass over the whole notebook; add() checks the notes it is given
+        if not isinstance(self.messages, tuple):
+            raise TypeError("a Context holds a tuple of Messages: Context((note, ...)), or Context().add(note)")
+
     def add(self, *msgs: Message) -> "Context":
         """A new notebook with `msgs` appended; this one is left as it was."""
         if not all(isinstance(m, Message) for m in msgs):

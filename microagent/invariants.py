@@ -42,6 +42,9 @@ def check(ctx: Context) -> Context:
     ...
     ValueError: message 1 (a result from issue_refund): a result with no decision before it
     """
+    if not isinstance(ctx, Context):
+        raise TypeError(f"check takes a Context, not {type(ctx).__name__}: "
+                        "load saved text with Context.from_json(text)")
     _check(ctx.messages, "message")
     return ctx
 

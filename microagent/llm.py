@@ -485,6 +485,9 @@ def recorded(policy, path: str | pathlib.Path):
     all, while `remembering(recorded(p, path))` would see only the compacted notebook,
     and the decisions folded into its summary would drop out of the file.
     """
+    if not callable(policy):
+        raise TypeError("recorded takes a policy: a function (context, tools) -> Action")
+
     def recording(ctx: Context, tools: tuple[Tool, ...]):
         out = policy(ctx, tools)
         # subtle: the `yield from` makes `recording` a generator even when `policy` is a plain

@@ -27,7 +27,7 @@ to), and a summary loses detail by design: the full notebook still has it.
 
 from collections import Counter
 
-from microagent.agent import DONE, ERROR, Agent
+from microagent.agent import DONE, Agent
 from microagent.context import Context
 from microagent.message import ASSISTANT, SYSTEM, TOOL, USER, Message
 from microagent.tool import final_answer
@@ -45,8 +45,9 @@ def compact(ctx: Context, keep: int = 20, summarise=None) -> Context:
     assistant step
     tool 1
     """
-    if not (isinstance(keep, int) and keep >= 1):
-        raise ValueError(f"keep is how many recent notes stay whole: a whole number from 1 up, not {keep!r}")
+    _check_keep(keep)
+    if not isinstance(ctx, Context):
+        raise TypeError(f"compact takes a Context, not {type(ctx).__name__}")
     notes = ctx.messages
     head = _head(notes)
     start = max(head, len(notes) - keep)
@@ -69,7 +70,7 @@ def digest(notes: tuple[Message, ...]) -> str:
     'earlier, in 4 notes: 2 calls (add 2), 1 error; the last result: add returned "error: add failed"'
     """
     calls = Counter(m.tool for m in notes if m.role == ASSISTANT and m.tool is not None)
-    errors = sum(m.role == TOOL and m.content.startswith(ERROR) for m in notes)
+    errors = sum(m.error for m in notes)
     said = f"earlier, in {_count(len(notes), 'note')}: {_count(sum(calls.values()), 'call')}"
     if calls:  # the five busiest tools, so the summary stays short however many there are
         said += " (" + ", ".join(f"{tool} {n}" for tool, n in calls.most_common(5)) + ")"
@@ -88,6 +89,9 @@ def summary_by(policy):
 
     A brain that gives no answer in three turns gets `digest`'s summary instead, said so.
     """
+    if not callable(policy):
+        raise TypeError("summary_by takes a policy: a function (context, tools) -> Action")
+
     def summarise(notes: tuple[Message, ...]) -> str:
         ask = Message(USER, "Summarise the notes above in a few lines, for your own later use.")
         scribe = Agent(policy, [final_answer], name="memory", max_steps=3)
@@ -101,12 +105,20 @@ def summary_by(policy):
 
 def remembering(policy, keep: int = 20, summarise=None):
     """A brain that is `policy` reading the compacted notebook: the summary and the last `keep` notes."""
+    _check_keep(keep)
+    if not callable(policy):
+        raise TypeError("remembering takes a policy: a function (context, tools) -> Action")
     # subtle: the brain now counts only what it sees. A scripted brain, which counts
     # the decisions in its notebook to know its next move, would lose its place; a
     # brain that reads the latest notes (as a language model does) is what fits here.
     def policy_on_less(ctx: Context, tools):
         return policy(compact(ctx, keep, summarise), tools)
     return policy_on_less
+
+
+def _check_keep(keep) -> None:
+    if not (isinstance(keep, int) and keep >= 1):
+        raise ValueError(f"keep is how many recent notes stay whole: a whole number from 1 up, not {keep!r}")
 
 
 def _head(notes: tuple[Message, ...]) -> int:

@@ -3,9 +3,11 @@
 Who wrote it (role), what it says (content), and which coworker or agent it
 belongs to (name). A note that records a decision also says which tool was
 called and with which arguments, so a run can be replayed from its notes alone.
+A tool note that says something went wrong (an unknown tool, bad arguments, a
+tool that raised, a denied approval) is marked `error=True`.
 
 The one rule: a note is written in pen. Message is frozen and holds only
-immutable values (strings, None, and a tuple of other notes), so it hashes and
+immutable values (strings, None, a flag, a tuple of other notes), so it hashes and
 compares by value and can never change behind anyone's back.
 
 It does not know about notebooks, tools or brains; those are built on top.
@@ -25,6 +27,7 @@ class Message:
     tool: str | None = None  # a decision (or a human's verdict on one): the tool called
     args: str | None = None  # ... and its arguments, as JSON text (a dict would be mutable)
     notes: tuple["Message", ...] = ()  # what an agent used as a tool did, note by note
+    error: bool = False      # a tool note saying something went wrong: the brain reads why in content
 
     def __post_init__(self):
         if self.role not in ROLES:
@@ -35,3 +38,5 @@ class Message:
                 raise TypeError(f"a message's {field} must be a string, not {type(value).__name__}")
         if not isinstance(self.notes, tuple) or not all(isinstance(m, Message) for m in self.notes):
             raise TypeError("a message's notes must be a tuple of Messages")
+        if not isinstance(self.error, bool):
+            raise TypeError(f"a message's error is True or False, not {self.error!r}")

@@ -48,6 +48,8 @@ class Action:
 
 def decisions(ctx: Context) -> list[Action]:
     """The Actions recorded in a notebook's decision notes, in order."""
+    if not isinstance(ctx, Context):
+        raise TypeError(f"this takes a Context, not {type(ctx).__name__}: load saved text with Context.from_json(text)")
     return [Action(m.tool, m.args, m.content) for m in ctx if m.role == ASSISTANT and m.tool]
 
 

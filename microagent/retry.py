@@ -4,8 +4,8 @@ The loop already writes a tool's exception into the notebook as an error note,
 and the brain reads it on its next turn (errors are notes). Here is the other
 half, each a Tool wrapping a Tool:
 
-`retrying(tool, attempts=3)` calls a flaky tool again when it raises, a bounded
-number of times, waiting a little longer before each new try. When a retry was
+`retrying(tool, attempts=3)` calls a flaky tool again when it raises (or, for
+an agent used as a tool, when its run failed), a bounded number of times, waiting a little longer before each new try. When a retry was
 needed the result says so, "(on attempt 2 of 3; the last failure: ...)", so
 the notebook shows it; when every attempt fails, the brain gets an error note
 that says how many attempts were made and how the last one failed.
@@ -18,6 +18,8 @@ developer chooses: `errors.append`, or a logger that only the developer reads.
 To do both, hide first and retry the hidden tool: `retrying(hiding(tool, report))`.
 The other way round leaks: when a try fails and the next one works, `retrying`
 writes the failure's text into the result, where `hiding` cannot reach it.
+One price: the hidden tool raises only RuntimeError, so `on=` can no longer
+pick which failures to retry; leave it at its default there.
 
 A wrapped tool keeps the name, description and argument schema of the tool it
 wraps (functools.wraps), so the brain can't tell it apart. Neither wrapper
@@ -36,7 +38,7 @@ from microagent.tool import Tool
 def retrying(tool: Tool, attempts: int = 3, wait: float = 0.0, on: tuple[type[Exception], ...] = (Exception,),
              sleep=time.sleep) -> Tool:
     """`tool`, tried again when it raises one of `on`: `attempts` tries in all, waiting wait, 2*wait, 4*wait..."""
-    if not (isinstance(attempts, int) and attempts >= 1 and wait >= 0):
+    if not (isinstance(attempts, int) and attempts >= 1 and isinstance(wait, (int, float)) and wait >= 0):
         raise ValueError("retrying takes attempts, a whole number from 1 up, and wait, seconds from 0 up")
     if not (isinstance(on, tuple) and all(isinstance(e, type) and issubclass(e, Exception) for e in on)):
         raise TypeError("on= is a tuple of exception classes, e.g. on=(ConnectionError, TimeoutError)")
@@ -52,6 +54,9 @@ def retrying(tool: Tool, attempts: int = 3, wait: float = 0.0, on: tuple[type[Ex
             except on as e:  # anything else (a bug, say) is not worth trying again
                 failed = f"{type(e).__name__}: {e}"
                 continue
+            if isinstance(out, Message) and out.error:  # an agent used as a tool, whose run failed
+                failed = out.content
+                continue
             if failed is None:
                 return out
             said = f" (on attempt {attempt} of {attempts}; the last failure: {failed})"
@@ -62,6 +67,8 @@ def retrying(tool: Tool, attempts: int = 3, wait: float = 0.0, on: tuple[type[Ex
 
 def hiding(tool: Tool, report, said: str = "it failed; the details went to the developer") -> Tool:
     """`tool`, whose exceptions reach the brain as `said` and reach `report(exception)` in full."""
+    if not callable(report):
+        raise TypeError("hiding takes report, a function that receives each exception (e.g. errors.append)")
     @functools.wraps(tool.fn)
     def hidden(**args):
         try:

@@ -418,3 +418,58 @@ def test_a_gated_agent_used_as_a_tool_keeps_its_notes():
     note = outer.run("?")[2]
     assert note.content == "approved by a human, 2"
     assert len(note.notes) == 5  # user, assistant, tool, assistant, tool: the inner run, kept
+
+
+def test_an_inner_agent_whose_brain_fails_still_leaves_its_run_on_record():
+    def flaky_brain(ctx, tools):
+        if sum(m.role == TOOL for m in ctx) == 0:
+            return Action("add", {"a": 1, "b": 1}, "add first")
+        raise ConnectionError("the model server went away")
+    inner = Agent(flaky_brain, [add, final_answer], name="adder", description="Adds.")
+    outer = Agent(scripted(Action("adder", {"request": "1 + 1?"}), answer("sorry")), [inner.as_tool(), final_answer])
+    note = outer.run("?")[2]
+    assert note.error and note.content == "error: adder failed: ConnectionError: the model server went away"
+    assert [m.role for m in note.notes] == [USER, ASSISTANT, TOOL]  # the add that ran is on record
+
+
+def test_denying_a_terminal_tool_does_not_end_the_run():
+    @as_tool(terminal=True, needs_approval=True)
+    def send(text: str) -> str:
+        """Send the final reply."""
+        return text
+    brain = scripted(Action("send", {"text": "draft"}), Action("send", {"text": "better"}))
+    agent = Agent(brain, [send], max_steps=3)
+    ctx = agent.run(context=deny(agent.run("reply"), "wrong wording", by="alice"))
+    assert ctx[-2].error and ctx[-2].content == "denied by alice: wrong wording"
+    assert ctx.pending is ctx.last() and ctx.pending.args == '{"text": "better"}'  # tried again, waits again
+    done = agent.run(context=approve(ctx, by="alice"))
+    assert agent.answer(context=done) == "better"
+
+
+def test_a_final_answer_starting_like_an_error_stays_the_answer_when_handed_back():
+    agent = Agent(scripted(Action("final_answer", {"answer": "error: none of that worked"})), [final_answer])
+    ctx = agent.run("?")
+    assert agent.answer(context=Context.from_json(ctx.to_json())) == "error: none of that worked"
+
+
+def test_a_cancel_set_before_resuming_runs_nothing_not_even_the_approved_tool():
+    ran = []
+
+    @as_tool(needs_approval=True)
+    def pay(amount: int) -> str:
+        """Pay an amount."""
+        ran.append(amount)
+        return "paid"
+    agent = Agent(scripted(Action("pay", {"amount": 5})), [pay, final_answer])
+    cancel = threading.Event()
+    cancel.set()
+    steps = list(agent.steps(context=approve(agent.run("pay 5"), by="bob"), cancel=cancel))
+    assert [s.stop for s in steps] == [CANCELLED] and ran == []
+
+
+def test_a_gate_refuses_the_final_answer_and_an_approver_that_does_not_say_true_or_false():
+    with pytest.raises(ValueError, match="not the final answer"):
+        gate(final_answer, lambda name, args: True)
+    gated = Agent(scripted(Action("add", {"a": 1, "b": 2}), answer("?")), [gate(add, lambda n, a: "no"), final_answer])
+    assert gated.run("1 + 2").messages[2].content == (
+        "error: add failed: TypeError: the approver must answer True or False, not 'no'")

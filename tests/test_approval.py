@@ -52,7 +52,7 @@ def test_denied_in_another_process_the_refund_never_runs(tmp_path):
     ctx = Context.from_json(saved.read_text())
     # ... decision, the verdict (a no), the result saying so, the reply
     assert ctx[-4:-2] == (Message(USER, "not today", name="bob", tool="issue_refund"),
-                          Message(TOOL, "denied by bob: not today", name="issue_refund"))
+                          Message(TOOL, "denied by bob: not today", name="issue_refund", error=True))
 
 
 def test_the_pause_is_a_clear_last_step_and_the_notebook_says_what_waits():

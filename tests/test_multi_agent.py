@@ -48,7 +48,7 @@ def test_an_error_inside_a_specialist_stays_a_note_in_its_notebook():
                     Action("final_answer", {"answer": "no such order"}, "it failed, say so")])
     ctx = run_checked(manager("Z9", helper=helper), "what is Z9?")
     inner = ctx[2].notes
-    assert inner[2] == Message(TOOL, "error: look_up_order failed: KeyError: 'Z9'", name="look_up_order")
+    assert inner[2] == Message(TOOL, "error: look_up_order failed: KeyError: 'Z9'", name="look_up_order", error=True)
     assert ctx[2].content == "no such order"
     assert ctx.last().content == "done"  # the manager carried on
 

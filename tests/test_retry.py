@@ -82,8 +82,8 @@ def test_an_agent_used_as_a_tool_keeps_its_notes_when_retried():
     note = run_checked(Agent(scripted(Action("reader", {"request": "read x.org"}),
                                       Action("final_answer", {"answer": "ok"})), [retrying(helper), final_answer]),
                        "go")[2]
-    assert note.content == ("the page says hi (on attempt 2 of 3; the last failure: TimeoutError: "
-                            "the model took too long)")
+    assert note.content == ("the page says hi (on attempt 2 of 3; the last failure: error: reader failed: "
+                            "TimeoutError: the model took too long)")
     assert note.notes[-1] == Message(TOOL, "the page says hi", name="final_answer")
 
 
@@ -107,7 +107,7 @@ def test_a_hidden_error_reaches_the_brain_generic_and_the_developer_in_full():
                   [hiding(charge, errors.append), final_answer])
     ctx = run_checked(agent, "pay")
     assert ctx[2] == Message(TOOL, "error: charge failed: RuntimeError: it failed; the details went to the "
-                                   "developer", name="charge")
+                                   "developer", name="charge", error=True)
     assert SECRET not in ctx.to_json()  # nowhere in the notebook
     assert [(type(e), str(e)) for e in errors] == [(PermissionError, f"gateway said 401 for key {SECRET}")]
 
