@@ -9,7 +9,8 @@ notes into one summary note and keeps the rest whole:
 It keeps the notebook's rules (microagent.invariants): the system note stays
 first and single, so the summary is the assistant's own note (role assistant,
 no tool, name "memory"), like a page where it wrote down what happened so far;
-the first question stays as it was asked, since it says what the run is for;
+the first question stays as it was asked, and so does the latest one (in a
+conversation, the one being worked on now);
 and a decision is never cut off from its result (or from a verdict between
 them), so the recent notes always start at a whole turn.
 
@@ -59,7 +60,10 @@ def compact(ctx: Context, keep: int = 20, summarise=None) -> Context:
     if not isinstance(said, str):
         raise TypeError(f"a summariser takes the notes and returns a string, not {said!r}")
     summary = Message(ASSISTANT, said, name="memory")
-    return Context(notes[:head] + (summary,) + notes[start:])
+    # subtle: in a conversation the question being worked on now may be among the folded
+    # notes; it stays whole too, right after the summary, so the brain knows what it is doing
+    asked = [m for m in notes[head:start] if m.role == USER and m.tool is None][-1:]
+    return Context(notes[:head] + (summary, *asked) + notes[start:])
 
 
 def digest(notes: tuple[Message, ...]) -> str:

@@ -142,8 +142,12 @@ def test_compact_keeps_the_rules_the_head_and_the_recent_notes(script, questions
     assert short[:head] == ctx[:head]  # the system note and the first question, as they were
     folded = len(short) < len(ctx)
     tail = short[head + 1:] if folded else short.messages
+    if folded and tail[0].role == USER and tail[0] not in ctx[-len(tail):]:
+        tail = tail[1:]  # the question being worked on, kept whole though it was folded
     assert ctx[-len(tail):] == tail  # the recent notes, whole and in order
     assert not folded or (short[head].name == "memory" and len(tail) >= keep)
+    latest = [m for m in ctx if m.role == USER and m.tool is None][-1]
+    assert latest in short.messages  # the question being worked on is never folded away
 
 
 @pytest.mark.parametrize("keep", [0, 2.5, "3", None])
@@ -164,3 +168,12 @@ def test_a_summarising_brain_with_no_answer_falls_back_to_the_digest():
         return Action("nothing", {})
     notes = (Message(ASSISTANT, "", name="a", tool="t", args="{}"), Message(TOOL, "x", name="t"))
     assert summary_by(mute)(notes) == "(the summariser gave no answer) " + digest(notes)
+
+
+def test_in_a_conversation_the_question_being_worked_on_stays_whole():
+    turn = (Message(ASSISTANT, "", name="a", tool="t", args="{}"), Message(TOOL, "x", name="t"))
+    now = Message(USER, "Now cancel my subscription number 12345, please, and confirm by email.")
+    ctx = Context((Message(USER, "first question"),) + turn * 3 + (now,) + turn * 3)
+    short = check(compact(ctx, keep=2))
+    assert now in short.messages and short[0].content == "first question"
+    assert [m.role for m in short] == [USER, ASSISTANT, USER, ASSISTANT, TOOL]  # question, summary, now, last turn
