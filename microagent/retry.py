@@ -5,8 +5,9 @@ and the brain reads it on its next turn (errors are notes). Here is the other
 half, each a Tool wrapping a Tool:
 
 `retrying(tool, attempts=3)` calls a flaky tool again when it raises (or, for
-an agent used as a tool, when its run failed), a bounded number of times, waiting a little longer before each new try. When a retry was
-needed the result says so, "(on attempt 2 of 3; the last failure: ...)", so
+an agent used as a tool, when its run failed), a bounded number of times,
+waiting a little longer before each new try. When a retry was needed the
+result says so, "(on attempt 2 of 3; the last failure: ...)", so
 the notebook shows it; when every attempt fails, the brain gets an error note
 that says how many attempts were made and how the last one failed.
 
