@@ -26,9 +26,8 @@ def story(ctx: Context | tuple[Message, ...], indent: str = "") -> str:
     you asked: "hi"
         -> final_answer returned: hello!
     """
-    if not isinstance(ctx, (Context, tuple)):
-        raise TypeError(f"story takes a Context, not {type(ctx).__name__}: "
-                        "load saved text with Context.from_json(text)")
+    if isinstance(ctx, (str, bytes)):  # it reads any notes, but not the JSON text of them
+        raise TypeError("story takes a Context, not its JSON text: load it with Context.from_json(text)")
     messages = list(ctx)
     lines = []
     for i, m in enumerate(messages):
