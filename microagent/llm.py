@@ -229,6 +229,8 @@ def chat_policy(model: str, base_url: str = "http://localhost:11434/v1", *, api_
     The policy yields the reply's text (piece by piece when `stream`), then a Usage.
     """
     _check_settings(model, base_url, timeout, retries)
+    if api_key is not None and not isinstance(api_key, str):
+        raise TypeError("api_key is a string (or leave it out and name an environment variable: api_key_env=)")
     if api_key is None and api_key_env is not None:
         api_key = os.environ.get(api_key_env)
         if not api_key:

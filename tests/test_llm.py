@@ -696,3 +696,20 @@ def test_the_example_says_what_to_do_when_the_server_is_not_there():
     done = run_example("--base-url", f"http://127.0.0.1:{free_port()}/v1", "--model", "m")
     assert done.returncode == 1
     assert "connection refused. Is the model server running" in done.stderr
+
+
+def test_an_api_key_that_is_not_text_is_refused_when_the_brain_is_made():
+    with pytest.raises(TypeError, match="api_key is a string"):
+        chat_policy("tiny", "http://127.0.0.1:1/v1", api_key=12345)
+
+
+def test_the_readme_llm_snippet_runs_as_written_against_a_server(stand_in):
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    snippet = next(block for block in readme.split("```python\n")[1:] if "chat_policy" in block).split("```")[0]
+    server = stand_in(*office_replies(final_as_words=False))
+    assert "http://localhost:11434/v1" in snippet  # the README shows Ollama's address ...
+    code = snippet.replace("http://localhost:11434/v1", server.url)  # ... the test points it here
+    code = code.replace(".run(QUESTION)", ".answer(QUESTION)").replace("support_agent(", "said = support_agent(", 1)
+    names = {}
+    exec(compile(code, "README.md", "exec"), names)
+    assert names["said"] == support_agent().answer(QUESTION)
