@@ -28,6 +28,15 @@ from microagent.tool import schema_of
 NOTEBOOKS = pathlib.Path(__file__).resolve().parent.parent / "notebooks"
 
 
+class Names(dict):
+    """A notebook's names, shown by the notebook's name alone in a failing example."""
+
+    def _repr_pretty_(self, printer, cycle):
+        # subtle: hypothesis prints the fixtures of a failing example too, and would reach the
+        # library's Context class among the names, whose _repr_pretty_ wants an instance
+        printer.text(f"<the names of {self['__name__']}>")
+
+
 def run_cells(name: str) -> dict:
     """Run every code cell of notebooks/`name` in order, in a fresh module; hand back its names."""
     cells = json.loads((NOTEBOOKS / name).read_text(encoding="utf-8"))["cells"]
@@ -36,7 +45,7 @@ def run_cells(name: str) -> dict:
         for n, cell in enumerate(c for c in cells if c["cell_type"] == "code"):
             source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
             exec(compile(source, f"{name}, code cell {n + 1}", "exec"), module.__dict__)
-    return module.__dict__
+    return Names(module.__dict__)
 
 
 @pytest.fixture(scope="module")
@@ -91,12 +100,14 @@ anything = st.one_of(st.none(), st.text(max_size=4), st.sampled_from(ROLES + ("b
 
 
 @given(role=anything, content=anything, name=anything, tool=anything, args=anything,
-       notes=st.sampled_from(["none", "one of its own", "a list", "a string inside"]))
-def test_01_the_rebuilt_message_accepts_and_refuses_like_the_library(nb01, role, content, name, tool, args, notes):
+       notes=st.sampled_from(["none", "one of its own", "a list", "a string inside"]),
+       error=st.one_of(st.booleans(), anything))
+def test_01_the_rebuilt_message_accepts_and_refuses_like_the_library(nb01, role, content, name, tool, args, notes,
+                                                                     error):
     def make(cls):
         inner = {"none": (), "one of its own": (cls(USER, "hi"),), "a list": [cls(USER, "hi")],
                  "a string inside": ("hi",)}[notes]
-        kind, value = outcome(cls, role, content, name, tool, args, inner)
+        kind, value = outcome(cls, role, content, name, tool, args, inner, error)
         return (kind, dataclasses.astuple(value)) if kind == "ok" else (kind, value)
     assert make(nb01["Message"]) == make(Message)
 
@@ -104,7 +115,8 @@ def test_01_the_rebuilt_message_accepts_and_refuses_like_the_library(nb01, role,
 # --- 02: the notebook -----------------------------------------------------------------
 
 text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=6)
-leaf = st.builds(Message, st.sampled_from(ROLES), text, st.none() | text, st.none() | text, st.none() | text)
+leaf = st.builds(Message, st.sampled_from(ROLES), text, st.none() | text, st.none() | text, st.none() | text,
+                 error=st.booleans())
 notes = st.lists(st.one_of(leaf, st.builds(lambda m, inner: dataclasses.replace(m, notes=tuple(inner)),
                                            leaf, st.lists(leaf, max_size=2))), max_size=5)
 
@@ -124,6 +136,7 @@ def test_02_the_rebuilt_notebook_adds_like_the_library(nb02):
     note = Message(USER, "hi")
     assert ours.add(note).messages == theirs.add(note).messages and ours.messages == ()
     assert outcome(ours.add, "hi") == outcome(theirs.add, "hi")
+    assert outcome(nb02["Context"], [note]) == outcome(Context, [note])  # a list could change behind its back
 
 
 @pytest.mark.parametrize("bad", [
@@ -133,6 +146,7 @@ def test_02_the_rebuilt_notebook_adds_like_the_library(nb02):
     '{"format": "microagent.context/1", "messages": [{"role": "user"}]}',
     '{"format": "microagent.context/1", "messages": [{"role": "user", "content": "hi", "mood": "glad"}]}',
     '{"format": "microagent.context/1", "messages": [{"role": "user", "content": 3}]}',
+    '{"format": "microagent.context/1", "messages": [{"role": "tool", "content": "x", "error": "yes"}]}',
     '{"format": "microagent.context/1", "messages": [{"role": "tool", "content": "x", "notes": "abc"}]}',
     '{"format": "microagent.context/1", "messages": [{"role": "tool", "content": "x", "notes": 5}]}',
     '{"format": "microagent.context/1", "messages": [{"role": "tool", "content": "x", "notes": [{"role": "user"}]}]}',
@@ -252,6 +266,7 @@ MOVES = [
     Action("check_policy", {"order_id": 1234}, "a wrong type"),
     Action("look_up_order", {"order_id": "B0000"}, "a coworker that raises"),
     Action("final_answer", {}, "a final answer with nothing in it"),
+    Action("final_answer", {"answer": "error: 404 means the page was not found"}, "an answer that reads like an error"),
 ]
 
 
