@@ -30,7 +30,7 @@ import json
 
 from microagent.context import Context
 from microagent.invariants import check
-from microagent.message import USER, Message
+from microagent.message import TOOL, USER, Message
 from microagent.tool import Tool
 
 
@@ -44,8 +44,8 @@ def gate(tool: Tool, approver, by: str = "a human") -> Tool:
         yes = approver(tool.name, args)
         if not isinstance(yes, bool):  # subtle: "no" is a true string; only True is a yes
             raise TypeError(f"the approver must answer True or False, not {yes!r}")
-        if not yes:
-            return f"denied by {by}: {tool.name} did not run"
+        if not yes:  # a denial is an error note, as when the loop settles a "no"
+            return Message(TOOL, f"denied by {by}: {tool.name} did not run", error=True)
         out = tool(**args)
         if isinstance(out, Message):  # an agent used as a tool: keep its notes
             return dataclasses.replace(out, content=f"approved by {by}, {out.content}")

@@ -70,7 +70,8 @@ def digest(notes: tuple[Message, ...]) -> str:
     """A summary with no model and a bounded length: calls per tool, errors, the last result.
 
     >>> call = Message("assistant", "", name="a", tool="add", args='{"n": 1}')
-    >>> digest((call, Message("tool", "2", name="add"), call, Message("tool", "error: add failed", name="add")))
+    >>> failed = Message("tool", "error: add failed", name="add", error=True)
+    >>> digest((call, Message("tool", "2", name="add"), call, failed))
     'earlier, in 4 notes: 2 calls (add 2), 1 error; the last result: add returned "error: add failed"'
     """
     calls = Counter(m.tool for m in notes if m.role == ASSISTANT and m.tool is not None)
