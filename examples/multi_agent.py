@@ -36,7 +36,7 @@ def specialist_policy(tool_name: str):
         last = ctx.last()
         if last.role == USER:
             return Action(tool_name, {"order_id": order_id}, f"look at {order_id}")
-        if last.content.startswith("error: "):
+        if last.error:
             return Action("final_answer", {"answer": f"I could not check {order_id} ({last.content})"},
                           "the tool failed, so say so")
         return Action("final_answer", {"answer": last.content}, "report back")

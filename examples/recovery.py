@@ -49,7 +49,7 @@ def policy(ctx: Context, tools) -> Action:
     last = ctx.last()
     if last.role != TOOL:
         return Action("look_up_order", {"order_id": "a1234"}, "look up the order")
-    if last.name == "look_up_order" and last.content.startswith("error: "):
+    if last.name == "look_up_order" and last.error:
         return Action("look_up_order", {"order_id": "A1234"}, "the error says ids are capitals: try A1234")
     if last.name == "look_up_order":
         return Action("check_stock", {"item": "Wireless Headphones"}, "is a replacement in stock?")

@@ -288,7 +288,8 @@ moves = st.one_of(
     st.builds(lambda a, b: Action("add", {"a": a, "b": b}), st.integers(), st.integers()),
     st.builds(lambda a, b: Action("divide", {"a": a, "b": b}), st.integers(-3, 3), st.integers(-1, 1)),
     st.builds(lambda t, raw: Action(t, raw), st.sampled_from(["add", "nope", "final_answer"]), st.text(max_size=12)),
-    st.builds(lambda x: Action("final_answer", {"answer": x}), st.text(max_size=5) | st.integers()),
+    st.builds(lambda x: Action("final_answer", {"answer": x}), st.text(max_size=5) | st.integers()
+              | st.just("error: an answer that only looks like an error")),
 )
 
 
@@ -309,7 +310,8 @@ def test_any_brain_ends_within_max_steps_and_every_decision_gets_a_result(batche
         tool_ok = d.tool in ("add", "divide", "final_answer")
         if not tool_ok:
             assert r.content.startswith(ERROR + "there is no tool named")
-    assert (last.stop == DONE) == (ctx.last().name == "final_answer" and not ctx.last().content.startswith(ERROR))
+    assert (last.stop == DONE) == (ctx.last().name == "final_answer" and not ctx.last().error)
+    assert all(m.error == m.content.startswith(ERROR) for m in results if m.name != "final_answer")
     json.loads(ctx.to_json())
 
 
