@@ -127,10 +127,9 @@ class Agent:
             try:
                 for last in self.steps(request):
                     pass
-            except Exception as e:  # the inner brain failed: say so, and keep what its run did
-                done = () if last is None else last.context.messages
-                return Message(TOOL, f"{ERROR}{tool_name} failed: {type(e).__name__}: {e}", name=tool_name,
-                               notes=done, error=True)
+            except Exception as e:  # the inner brain failed: the failure carries the run so far (see _call)
+                e.inner_run = Context() if last is None else last.context
+                raise
             return Message(TOOL, _answer(last), name=tool_name, notes=last.context.messages)
         return Tool(tool_name, description or self.description or f"ask {self.name}", ask)
 
@@ -193,7 +192,8 @@ class Agent:
         try:
             out = tool(**args)
         except Exception as e:  # the tool's failure is news for the brain, not a crash
-            return _error(tool.name, f"{tool.name} failed: {type(e).__name__}: {e}")
+            ran = getattr(e, "inner_run", Context())  # what an agent used as a tool did before it failed
+            return _error(tool.name, f"{tool.name} failed: {type(e).__name__}: {e}", ran.messages)
         if isinstance(out, Message):  # a whole note (an agent used as a tool): keep its notes
             return Message(TOOL, out.content, name=tool.name, notes=out.notes, error=out.error)
         return Message(TOOL, out, name=tool.name)
@@ -211,8 +211,8 @@ class Agent:
         return tool is not None and tool.terminal and not note.error
 
 
-def _error(tool_name: str, problem: str) -> Message:
-    return Message(TOOL, ERROR + problem, name=tool_name, error=True)
+def _error(tool_name: str, problem: str, notes: tuple[Message, ...] = ()) -> Message:
+    return Message(TOOL, ERROR + problem, name=tool_name, notes=notes, error=True)
 
 
 def _is_set(cancel) -> bool:

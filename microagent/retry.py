@@ -4,9 +4,9 @@ The loop already writes a tool's exception into the notebook as an error note,
 and the brain reads it on its next turn (errors are notes). Here is the other
 half, each a Tool wrapping a Tool:
 
-`retrying(tool, attempts=3)` calls a flaky tool again when it raises (or, for
-an agent used as a tool, when its run failed), a bounded number of times,
-waiting a little longer before each new try. When a retry was needed the
+`retrying(tool, attempts=3)` calls a flaky tool again when it raises, a bounded
+number of times, waiting a little longer before each new try (a tool that
+answers, even with a no, is not retried). When a retry was needed the
 result says so, "(on attempt 2 of 3; the last failure: ...)", so
 the notebook shows it; when every attempt fails, the brain gets an error note
 that says how many attempts were made and how the last one failed.
@@ -54,9 +54,6 @@ def retrying(tool: Tool, attempts: int = 3, wait: float = 0.0, on: tuple[type[Ex
                 out = tool(**args)
             except on as e:  # anything else (a bug, say) is not worth trying again
                 failed = f"{type(e).__name__}: {e}"
-                continue
-            if isinstance(out, Message) and out.error:  # an agent used as a tool, whose run failed
-                failed = out.content
                 continue
             if failed is None:
                 return out

@@ -3,7 +3,7 @@
 import pytest
 
 from hard_parts import run_checked
-from microagent import TOOL, Action, Agent, Message, Tool, as_tool, final_answer, scripted
+from microagent import TOOL, Action, Agent, Message, Tool, as_tool, final_answer, gate, scripted
 from microagent.retry import hiding, retrying
 
 
@@ -82,8 +82,8 @@ def test_an_agent_used_as_a_tool_keeps_its_notes_when_retried():
     note = run_checked(Agent(scripted(Action("reader", {"request": "read x.org"}),
                                       Action("final_answer", {"answer": "ok"})), [retrying(helper), final_answer]),
                        "go")[2]
-    assert note.content == ("the page says hi (on attempt 2 of 3; the last failure: error: reader failed: "
-                            "TimeoutError: the model took too long)")
+    assert note.content == ("the page says hi (on attempt 2 of 3; the last failure: TimeoutError: "
+                            "the model took too long)")
     assert note.notes[-1] == Message(TOOL, "the page says hi", name="final_answer")
 
 
@@ -149,3 +149,27 @@ def test_retrying_set_up_wrongly_says_so_when_the_tool_is_wrapped(settings, says
     fetch, calls = flaky(0)
     with pytest.raises((TypeError, ValueError), match=says):
         retrying(fetch, **settings)
+
+
+def test_a_no_from_a_gate_is_an_answer_and_is_not_asked_again():
+    asked = []
+
+    def says_no(name: str, args: dict) -> bool:
+        asked.append(args)
+        return False
+    fetch, calls = flaky(0)
+    gated = gate(fetch, says_no)
+    note = one_call(retrying(gated, sleep=pytest.fail))
+    assert note.error and note.content == "denied by a human: fetch did not run"
+    assert len(asked) == 1 and calls == []
+
+
+def test_a_hidden_agent_used_as_a_tool_keeps_the_secret_its_brain_raised():
+    def leaky(ctx, tools):
+        raise RuntimeError(f"db error for {SECRET}")
+    errors = []
+    inner = Agent(leaky, [final_answer], name="fetch", description="Fetch a page.").as_tool()
+    agent = Agent(scripted(Action("fetch", {"request": "x.org"}), Action("final_answer", {"answer": "ok"})),
+                  [hiding(inner, errors.append), final_answer])
+    ctx = run_checked(agent, "fetch x.org")
+    assert SECRET not in ctx.to_json() and SECRET in str(errors[0])
