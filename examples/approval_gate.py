@@ -29,7 +29,7 @@ def policy(ctx, tools):
     if last.role == "user":
         amount = float(last.content.split("$")[1])
         return Action("refund", {"order_id": "A1234", "amount": amount}, "the customer asked for a refund")
-    if last.content.startswith("approved"):
+    if not last.error:  # the refund went through (a "no" is an error note)
         return Action("final_answer", {"answer": "Your refund is on its way."}, "it went through")
     return Action("final_answer", {"answer": "A teammate needs to look at this refund first."}, "it was refused")
 

@@ -20,7 +20,7 @@ import json
 import pathlib
 import sys
 
-from microagent import Action, Agent, Context, Tool, approve, deny, final_answer, story
+from microagent import USER, Action, Agent, Context, Tool, approve, deny, final_answer, story
 from microagent.demo import QUESTION, check_policy, issue_refund, look_up_order, support_policy
 from microagent.invariants import check
 
@@ -31,11 +31,12 @@ refund = Tool(issue_refund.name, issue_refund.description, issue_refund.fn, need
 def policy(ctx: Context, tools) -> Action:
     """The demo's support brain, plus what to tell the customer once a human has ruled."""
     last = ctx.last()
-    if last.name == refund.name and last.content.startswith("denied"):
-        reason = ctx[-2].content  # the verdict note, just before the result
+    denied = last.name == refund.name and last.error and ctx[-2].role == USER and ctx[-2].args is None
+    if denied:
+        reason = ctx[-2].content  # the human's reason, in their verdict note
         return Action("final_answer", {"answer": f"Sorry, I can't refund this yet: {reason}."},
                       "the refund was denied, so tell the customer why")
-    if last.name == refund.name and "refunded" in last.content:
+    if last.name == refund.name and not last.error:
         return Action("final_answer", {"answer": f"Done: {last.content}, there in 3 to 5 days."},
                       "the refund went through, so tell the customer what was refunded")
     return support_policy(ctx, tools)

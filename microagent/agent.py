@@ -32,7 +32,7 @@ from microagent.policy import Action
 from microagent.tool import Tool
 
 DONE, OUT_OF_STEPS, PAUSED, CANCELLED = "done", "out of steps", "paused", "cancelled"
-ERROR = "error: "  # how every error note starts, so a brain (or a test) can spot one
+ERROR = "error: "  # how the loop's own problem notes start, for the brain; code tests note.error
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,8 @@ class Agent:
 
         `cancel` is anything with .is_set() (a threading.Event): once set, nothing new starts.
         """
+        if cancel is not None and not hasattr(cancel, "is_set"):
+            raise TypeError("cancel is a threading.Event (anything with .is_set()), or None")
         ctx = self._open(user_input, context)
         used = _turns(ctx)  # subtle: counted from the notebook, so the budget spans resumes
         while True:
@@ -119,6 +121,7 @@ class Agent:
 
         The inner run starts afresh each call and must finish in it: if it pauses for a
         human, the outer agent hears "(no answer: paused)" and the inner run ends there.
+        A cancel reaches the inner run only between the outer run's turns.
         """
         tool_name = name or self.name
 
@@ -130,7 +133,8 @@ class Agent:
             except Exception as e:  # the inner brain failed: the failure carries the run so far (see _call)
                 e.inner_run = Context() if last is None else last.context
                 raise
-            return Message(TOOL, _answer(last), name=tool_name, notes=last.context.messages)
+            return Message(TOOL, _answer(last), name=tool_name, notes=last.context.messages,
+                           error=last.stop != DONE)  # no answer (out of steps, paused) is a failure
         return Tool(tool_name, description or self.description or f"ask {self.name}", ask)
 
     def _open(self, user_input, context) -> Context:
@@ -183,7 +187,7 @@ class Agent:
             args = json.loads(action.args)
         except ValueError as e:
             return tool, None, _error(tool.name, f"the arguments are not valid JSON ({e})")
-        problem = tool.check(args) if isinstance(args, dict) else "the arguments must be a JSON object"
+        problem = tool.check(args)
         if problem:
             return tool, None, _error(tool.name, f"bad arguments for {tool.name}: {problem}")
         return tool, args, None

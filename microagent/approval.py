@@ -36,8 +36,8 @@ from microagent.tool import Tool
 
 def gate(tool: Tool, approver, by: str = "a human") -> Tool:
     """`tool`, asking `approver(name, args)` first; on a no it does not run."""
-    if tool.terminal or not callable(approver):
-        raise ValueError("gate a coworker with side effects, not the final answer, and give it an approver: "
+    if not isinstance(tool, Tool) or tool.terminal or not callable(approver):
+        raise ValueError("gate a Tool with side effects, not the final answer, and give it an approver: "
                          "a function (tool_name, args) -> True or False")
     @functools.wraps(tool.fn)  # the gate takes exactly the arguments the tool takes
     def gated(**args) -> str | Message:
@@ -84,6 +84,8 @@ def _waiting(ctx: Context, tool: Tool | None) -> Message:
         raise ValueError("nothing in this notebook is waiting for approval")
     if pending is not ctx.last():
         raise ValueError(f"{pending.tool} has a verdict already: resume the run with agent.run(context=ctx)")
+    if tool is not None and not isinstance(tool, Tool):
+        raise TypeError(f"tool= is the Tool that waits (here {pending.tool}), not {tool!r}")
     if tool is not None and tool.name != pending.tool:
         raise ValueError(f"the run is waiting for a verdict on {pending.tool}, not on {tool.name}")
     return pending

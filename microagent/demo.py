@@ -63,7 +63,7 @@ def support_policy(ctx: Context, tools) -> Action:
         price = ORDERS[order_id][1]
         return Action("issue_refund", {"order_id": order_id, "amount": price},
                       "it qualifies, and a refund needs a human to sign off")
-    if last.name == "issue_refund" and not last.error and not last.content.startswith("denied"):  # it went through
+    if last.name == "issue_refund" and not last.error:  # it went through
         refunded = re.search(r"\$[\d.]+", last.content).group()  # what ran, which a human may have changed
         return Action("final_answer", {"answer": f"Good news, {order_id} qualifies. I refunded {refunded} "
                                        "to your card, here in 3 to 5 days."},

@@ -498,12 +498,15 @@ def recorded(policy, path: str | pathlib.Path):
             chosen = yield from out  # pass its events on; what it returns is its Action(s)
         else:
             chosen = out
-        chosen = [chosen] if isinstance(chosen, Action) else list(chosen)
+        if isinstance(chosen, Action):
+            chosen = [chosen]
+        if not isinstance(chosen, (list, tuple)) or not all(isinstance(a, Action) for a in chosen):
+            raise TypeError(f"the policy must return an Action or a list of them, not {chosen!r}")
         # subtle: the whole file is written again from the notebook, not appended to. The
         # notebook holds exactly the decisions that were made; an Action the agent dropped
         # (left over when a run paused or stopped) would put an appended file out of step.
         lines = [json.dumps({"tool": a.tool, "args": a.args, "reasoning": a.reasoning}, ensure_ascii=False)
-                 for a in decisions(ctx) + chosen]
+                 for a in decisions(ctx) + list(chosen)]
         pathlib.Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
         return chosen
     return recording

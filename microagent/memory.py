@@ -111,8 +111,9 @@ def summary_by(policy):
 def remembering(policy, keep: int = 20, summarise=None):
     """A brain that is `policy` reading the compacted notebook: the summary and the last `keep` notes."""
     _check_keep(keep)
-    if not callable(policy):
-        raise TypeError("remembering takes a policy: a function (context, tools) -> Action")
+    if not callable(policy) or not (summarise is None or callable(summarise)):
+        raise TypeError("remembering takes a policy (a function: context, tools -> Action) and, if any, "
+                        "a summarise function (notes -> text)")
     # subtle: the brain now counts only what it sees. A scripted brain, which counts
     # the decisions in its notebook to know its next move, would lose its place; a
     # brain that reads the latest notes (as a language model does) is what fits here.

@@ -41,39 +41,49 @@ def retrying(tool: Tool, attempts: int = 3, wait: float = 0.0, on: tuple[type[Ex
     """`tool`, tried again when it raises one of `on`: `attempts` tries in all, waiting wait, 2*wait, 4*wait..."""
     if not (isinstance(attempts, int) and attempts >= 1 and isinstance(wait, (int, float)) and wait >= 0):
         raise ValueError("retrying takes attempts, a whole number from 1 up, and wait, seconds from 0 up")
+    if not isinstance(tool, Tool) or not callable(sleep):
+        raise TypeError("retrying takes a Tool (make one with @as_tool), and sleep, a function of seconds")
     if not (isinstance(on, tuple) and all(isinstance(e, type) and issubclass(e, Exception) for e in on)):
         raise TypeError("on= is a tuple of exception classes, e.g. on=(ConnectionError, TimeoutError)")
 
     @functools.wraps(tool.fn)  # the wrapper takes exactly the arguments the tool takes
     def retried(**args):
-        failed = None  # what went wrong last time, for the notebook
+        failed, ran = None, None  # what went wrong last time, and an inner agent's run so far
         for attempt in range(1, attempts + 1):
             if failed is not None:
                 sleep(wait * 2 ** (attempt - 2))
             try:
                 out = tool(**args)
             except on as e:  # anything else (a bug, say) is not worth trying again
-                failed = f"{type(e).__name__}: {e}"
+                failed, ran = f"{type(e).__name__}: {e}", getattr(e, "inner_run", None)
                 continue
             if failed is None:
                 return out
             said = f" (on attempt {attempt} of {attempts}; the last failure: {failed})"
             return dataclasses.replace(out, content=out.content + said) if isinstance(out, Message) else out + said
-        raise RuntimeError(f"gave up after {attempts} attempts; the last failure: {failed}")
+        gave_up = RuntimeError(f"gave up after {attempts} attempts; the last failure: {failed}")
+        if ran is not None:
+            gave_up.inner_run = ran  # an agent used as a tool: its last run stays on record
+        raise gave_up
     return dataclasses.replace(tool, fn=retried)
 
 
 def hiding(tool: Tool, report, said: str = "it failed; the details went to the developer") -> Tool:
     """`tool`, whose exceptions reach the brain as `said` and reach `report(exception)` in full."""
-    if not callable(report):
-        raise TypeError("hiding takes report, a function that receives each exception (e.g. errors.append)")
+    if not isinstance(tool, Tool) or not callable(report):
+        raise TypeError("hiding takes a Tool and report, a function that receives each exception "
+                        "(e.g. errors.append)")
     @functools.wraps(tool.fn)
     def hidden(**args):
         try:
             return tool(**args)
         except Exception as e:
             report(e)
+            ran = getattr(e, "inner_run", None)
         # subtle: raised here, after the except block, so the new exception has no link
         # (__context__) back to the one with the secret, for a traceback to print
-        raise RuntimeError(said)
+        hidden_error = RuntimeError(said)
+        if ran is not None:
+            hidden_error.inner_run = ran  # an agent used as a tool: its run stays on record
+        raise hidden_error
     return dataclasses.replace(tool, fn=hidden)

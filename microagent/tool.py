@@ -49,6 +49,8 @@ class Tool:
 
     def check(self, args: dict) -> str | None:
         """What is wrong with these arguments for this tool, or None if they fit."""
+        if not isinstance(args, dict):
+            return "the arguments must be a JSON object"
         props, required = self.schema["properties"], self.schema["required"]
         missing = [n for n in required if n not in args]
         unexpected = [n for n in args if n not in props]

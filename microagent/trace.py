@@ -46,7 +46,7 @@ def story(ctx: Context | tuple[Message, ...], indent: str = "") -> str:
         elif m.role == ASSISTANT:  # a decision: the reasoning, or else the call itself
             said = m.content or f"call {m.tool} with {m.args}"
             lines.append(f"{indent}  {m.name} thought: {said}")
-            if i == len(messages) - 1:  # nothing answered it yet: the run is paused
+            if i == len(messages) - 1 and not indent:  # nothing answered it: the run is paused
                 lines.append(f"{indent}    .. {m.tool} {m.args} is waiting for a human to decide")
         elif m.role == TOOL:
             if m.notes:

@@ -147,8 +147,12 @@ def test_a_thinking_brain_streams_events_through_the_steps():
     assert steps[-1].stop == DONE
 
 
-def thinker(closed: list):
-    """A brain that thinks aloud in two pieces, and notes in `closed` when it is closed."""
+def thinker(closed: list, kept: list | None = None):
+    """A brain that thinks aloud in two pieces, and notes in `closed` when it is closed.
+
+    Each thought is also kept in `kept`, so only an explicit close() can close it
+    (not Python dropping the last reference to it).
+    """
     def brain(ctx, tools):
         try:
             yield "one"
@@ -156,12 +160,18 @@ def thinker(closed: list):
             return answer("never")
         finally:
             closed.append(True)
-    return brain
+
+    def keeping(ctx, tools):
+        thought = brain(ctx, tools)
+        if kept is not None:
+            kept.append(thought)
+        return thought
+    return keeping
 
 
 def test_cancelling_stops_a_thinking_brain_and_leaves_the_notebook_whole():
-    cancel, closed = threading.Event(), []
-    brain = thinker(closed)
+    cancel, closed, kept = threading.Event(), [], []
+    brain = thinker(closed, kept)
     steps = []
     for step in Agent(brain, [final_answer]).steps("think", cancel=cancel):
         steps.append(step)
@@ -207,7 +217,8 @@ def test_an_inner_agent_that_runs_out_of_steps_says_so_to_the_outer_one():
     looper = Agent(lambda ctx, tools: Action("add", {"a": 1, "b": 1}), [add, final_answer], name="looper",
                    description="Loops.", max_steps=2)
     outer = Agent(scripted(Action("looper", {"request": "go"}), answer("gave up")), [looper.as_tool(), final_answer])
-    assert outer.run("?")[2].content == "(no answer: out of steps)"
+    note = outer.run("?")[2]
+    assert note.content == "(no answer: out of steps)" and note.error  # a delegation that failed
 
 
 def test_the_on_the_spot_gate_runs_the_tool_only_on_a_yes():
@@ -325,8 +336,8 @@ def test_an_agent_refuses_a_bare_function_where_a_tool_belongs():
 
 
 def test_a_caller_who_stops_pulling_steps_closes_a_thinking_brain():
-    closed = []
-    brain = thinker(closed)
+    closed, kept = [], []
+    brain = thinker(closed, kept)
     steps = Agent(brain, [final_answer]).steps("think")
     assert next(steps).event == "one"
     steps.close()  # the caller walks away mid-thought
@@ -475,3 +486,8 @@ def test_a_gate_refuses_the_final_answer_and_an_approver_that_does_not_say_true_
     gated = Agent(scripted(Action("add", {"a": 1, "b": 2}), answer("?")), [gate(add, lambda n, a: "no"), final_answer])
     assert gated.run("1 + 2").messages[2].content == (
         "error: add failed: TypeError: the approver must answer True or False, not 'no'")
+
+
+def test_cancel_must_be_an_event():
+    with pytest.raises(TypeError, match="cancel is a threading.Event"):
+        Agent(scripted(answer("hi")), [final_answer]).run("hi", cancel=True)

@@ -177,3 +177,8 @@ def test_in_a_conversation_the_question_being_worked_on_stays_whole():
     short = check(compact(ctx, keep=2))
     assert now in short.messages and short[0].content == "first question"
     assert [m.role for m in short] == [USER, ASSISTANT, USER, ASSISTANT, TOOL]  # question, summary, now, last turn
+
+
+def test_digest_counts_errors_by_their_flag_a_denial_too():
+    denial = Message(TOOL, "denied by alice: not today", name="refund", error=True)
+    assert ", 1 error;" in digest((Message(ASSISTANT, "", name="a", tool="refund", args="{}"), denial))

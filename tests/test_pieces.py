@@ -66,6 +66,7 @@ notes = st.builds(
     name=st.none() | st.text(),
     tool=st.none() | st.text(),
     args=st.none() | st.text(),
+    error=st.booleans(),
 )
 nested = st.builds(lambda m, inner: dataclasses.replace(m, notes=tuple(inner)), notes, st.lists(notes, max_size=3))
 
@@ -237,3 +238,7 @@ def test_hints_that_cannot_be_read_are_a_clear_error():
 def test_absurdly_deep_json_is_still_a_value_error():
     with pytest.raises(ValueError, match="not valid JSON"):
         Context.from_json("[" * 100_000 + "]" * 100_000)
+
+
+def test_arguments_that_are_not_an_object_are_a_problem_not_a_crash():
+    assert final_answer.check("x") == "the arguments must be a JSON object"

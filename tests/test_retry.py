@@ -173,3 +173,30 @@ def test_a_hidden_agent_used_as_a_tool_keeps_the_secret_its_brain_raised():
                   [hiding(inner, errors.append), final_answer])
     ctx = run_checked(agent, "fetch x.org")
     assert SECRET not in ctx.to_json() and SECRET in str(errors[0])
+
+
+@pytest.mark.parametrize("wrap", [
+    lambda tool: hiding(tool, lambda e: None),
+    lambda tool: retrying(tool, attempts=2, sleep=lambda s: None),
+])
+def test_a_wrapped_agent_used_as_a_tool_keeps_its_run_when_it_fails(wrap):
+    def breaks_after_one_turn(ctx, tools):
+        if sum(m.role == TOOL for m in ctx) == 0:
+            return Action("fetch", {"url": "x.org"}, "look first")
+        raise RuntimeError("the brain broke")
+    fetch, calls = flaky(0)
+    inner = Agent(breaks_after_one_turn, [fetch, final_answer], name="reader", description="Reads.").as_tool()
+    agent = Agent(scripted(Action("reader", {"request": "read x.org"}), Action("final_answer", {"answer": "ok"})),
+                  [wrap(inner), final_answer])
+    note = run_checked(agent, "go")[2]
+    assert note.error and [m.role for m in note.notes] == ["user", "assistant", "tool"]
+
+
+@pytest.mark.parametrize("make", [
+    lambda: retrying(lambda url: url),
+    lambda: hiding(lambda url: url, print),
+    lambda: retrying(flaky(0)[0], sleep="not a function"),
+])
+def test_wrappers_take_a_tool_and_functions(make):
+    with pytest.raises(TypeError, match="takes a Tool"):
+        make()
