@@ -50,7 +50,7 @@ class Agent:
         if not callable(policy) or not isinstance(tools, (list, tuple)) or not all(isinstance(t, Tool) for t in tools):
             raise TypeError("an Agent takes a policy (a function: context, tools -> Action) and a list of "
                             "Tools (make one from a function with @as_tool)")
-        if not (isinstance(name, str) and isinstance(max_steps, int) and max_steps >= 0):
+        if not (isinstance(name, str) and type(max_steps) is int and max_steps >= 0):  # True is no number
             raise ValueError("an Agent's name is a string and its max_steps a whole number, 0 or more")
         self.policy, self.name, self.description = policy, name, description
         self.system, self.max_steps = system, max_steps
@@ -112,9 +112,9 @@ class Agent:
         """Run until the loop stops; hand back the whole notebook."""
         return _last(self.steps(user_input, context=context, cancel=cancel)).context
 
-    def answer(self, user_input: str | None = None, *, context: Context | None = None) -> str:
+    def answer(self, user_input: str | None = None, *, context: Context | None = None, cancel=None) -> str:
         """Run, and hand back the final answer, or say plainly why there is none."""
-        return _answer(_last(self.steps(user_input, context=context)))
+        return _answer(_last(self.steps(user_input, context=context, cancel=cancel)))
 
     def as_tool(self, name: str | None = None, description: str | None = None) -> Tool:
         """This agent as a coworker of another agent; its whole run is kept in the result note.

@@ -123,7 +123,7 @@ def remembering(policy, keep: int = 20, summarise=None):
 
 
 def _check_keep(keep) -> None:
-    if not (isinstance(keep, int) and keep >= 1):
+    if not (type(keep) is int and keep >= 1):  # subtle: True is an int in Python
         raise ValueError(f"keep is how many recent notes stay whole: a whole number from 1 up, not {keep!r}")
 
 

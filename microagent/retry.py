@@ -39,7 +39,7 @@ from microagent.tool import Tool
 def retrying(tool: Tool, attempts: int = 3, wait: float = 0.0, on: tuple[type[Exception], ...] = (Exception,),
              sleep=time.sleep) -> Tool:
     """`tool`, tried again when it raises one of `on`: `attempts` tries in all, waiting wait, 2*wait, 4*wait..."""
-    if not (isinstance(attempts, int) and attempts >= 1 and isinstance(wait, (int, float)) and wait >= 0):
+    if not (type(attempts) is int and attempts >= 1 and isinstance(wait, (int, float)) and wait >= 0):
         raise ValueError("retrying takes attempts, a whole number from 1 up, and wait, seconds from 0 up")
     if not isinstance(tool, Tool) or not callable(sleep):
         raise TypeError("retrying takes a Tool (make one with @as_tool), and sleep, a function of seconds")

@@ -393,6 +393,7 @@ def test_a_policy_that_forgets_to_return_gets_a_clear_error():
     (lambda: Agent(scripted(), final_answer), "a list of Tools"),
     (lambda: Agent(scripted(), [final_answer], max_steps=-1), "max_steps a whole number, 0 or more"),
     (lambda: Agent(scripted(), [final_answer], max_steps="3"), "max_steps a whole number"),
+    (lambda: Agent(scripted(), [final_answer], max_steps=True), "max_steps a whole number"),
     (lambda: Agent(scripted(), [final_answer], name=5), "name is a string"),
     (lambda: Agent(scripted(), [final_answer]).run(context='{"format": "..."}'), "load a saved one with Context.from_json"),
 ])

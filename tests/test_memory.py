@@ -150,7 +150,7 @@ def test_compact_keeps_the_rules_the_head_and_the_recent_notes(script, questions
     assert latest in short.messages  # the question being worked on is never folded away
 
 
-@pytest.mark.parametrize("keep", [0, 2.5, "3", None])
+@pytest.mark.parametrize("keep", [0, 2.5, "3", None, True])
 def test_keep_must_be_a_whole_number_of_notes(keep):
     with pytest.raises(ValueError, match="a whole number from 1 up"):
         compact(Context((Message(USER, "hi"),)), keep)

@@ -141,6 +141,7 @@ def test_a_failure_followed_by_a_success_keeps_the_secret_out_too():
     ({"attempts": 0}, "attempts, a whole number from 1 up"),
     ({"attempts": "3"}, "attempts, a whole number from 1 up"),
     ({"attempts": 2.5}, "attempts, a whole number from 1 up"),
+    ({"attempts": True}, "attempts, a whole number from 1 up"),
     ({"wait": -1}, "wait, seconds from 0 up"),
     ({"on": ConnectionError}, "on= is a tuple of exception classes"),
     ({"on": ("oops",)}, "on= is a tuple of exception classes"),
