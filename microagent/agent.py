@@ -47,11 +47,11 @@ class Step:
 class Agent:
     def __init__(self, policy: Callable, tools: list[Tool], *, name: str = "agent", description: str = "",
                  system: str | None = None, max_steps: int = 10):
-        if not callable(policy) or not isinstance(tools, (list, tuple)) or not all(isinstance(t, Tool) for t in tools):
-            raise TypeError("an Agent takes a policy (a function: context, tools -> Action) and a list of "
-                            "Tools (make one from a function with @as_tool)")
-        if not (isinstance(name, str) and type(max_steps) is int and max_steps >= 0):  # True is no number
-            raise ValueError("an Agent's name is a string and its max_steps a whole number, 0 or more")
+        tools_ok = isinstance(tools, (list, tuple)) and all(isinstance(t, Tool) for t in tools)
+        if not (callable(policy) and tools_ok and isinstance(name, str) and type(max_steps) is int and max_steps >= 0):
+            raise TypeError("an Agent takes a policy (a function: context, tools -> Action) and a list of Tools (make "
+                            "one from a function with @as_tool); its name is a string, its max_steps a whole number, "
+                            "0 or more")  # subtle: type(...) is int, since True is an int in Python
         self.policy, self.name, self.description = policy, name, description
         self.system, self.max_steps = system, max_steps
         self.tools = {t.name: t for t in tools}
@@ -139,8 +139,7 @@ class Agent:
 
     def _open(self, user_input, context) -> Context:
         """The notebook this run starts from: a fresh one, or the one handed in, plus the question."""
-        if context is None:
-            context = Context()
+        context = Context() if context is None else context
         if not isinstance(context, Context):
             raise TypeError("context must be a Context; load a saved one with Context.from_json(text)")
         if len(context) == 0 and self.system is not None:

@@ -60,7 +60,7 @@ def scripted(*actions: Action):
     so a run saved half way and loaded in another process goes on correctly.
     """
     def policy(ctx: Context, tools) -> Action:
-        n = len(decisions(ctx))
+        n = sum(m.role == ASSISTANT and m.tool is not None for m in ctx)  # decisions made so far
         if n >= len(actions):
             raise IndexError(f"the script is over: the run asked for decision {n + 1}, "
                              f"and the script holds {len(actions)}")

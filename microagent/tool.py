@@ -140,14 +140,13 @@ def _mismatch(value, schema: dict, where: str) -> str | None:
 
 
 def _is(value, kind: str) -> bool:
-    if kind == "null":
-        return value is None
     if isinstance(value, bool):  # subtle: True is an int in Python, but not in JSON
         return kind == "boolean"
     return isinstance(value, _PY[kind])
 
 
-_PY = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "object": dict, "array": list}
+_PY = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "object": dict, "array": list,
+       "null": type(None)}
 
 
 @as_tool(terminal=True)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from microagent import (ASSISTANT, CANCELLED, DONE, ERROR, OUT_OF_STEPS, PAUSED, SYSTEM, TOOL, USER,
-                        Action, Agent, Context, Message, approve, as_tool, deny, final_answer, gate,
+                        Action, Agent, Context, Message, Tool, approve, as_tool, deny, final_answer, gate,
                         replay, scripted, story)
 
 
@@ -27,6 +27,16 @@ def divide(a: float, b: float) -> float:
 
 def answer(text: str, why: str = "done") -> Action:
     return Action("final_answer", {"answer": text}, why)
+
+
+def waiting_pay(paid: list) -> Tool:
+    """A coworker that pays, but only after a human has said yes; it notes each amount it paid."""
+    @as_tool(needs_approval=True)
+    def pay(amount: int) -> str:
+        """Pay an amount."""
+        paid.append(amount)
+        return f"paid {amount}"
+    return pay
 
 
 def roles(ctx: Context) -> list[str]:
@@ -241,11 +251,7 @@ def test_the_on_the_spot_gate_runs_the_tool_only_on_a_yes():
 def test_a_tool_that_needs_approval_pauses_the_run_before_it_runs():
     ran = []
 
-    @as_tool(needs_approval=True)
-    def pay(amount: int) -> str:
-        """Pay an amount."""
-        ran.append(amount)
-        return f"paid {amount}"
+    pay = waiting_pay(ran)
     agent = Agent(scripted(Action("pay", {"amount": 5}, "pay up"), answer("paid")), [pay, final_answer])
     paused = list(agent.steps("pay 5"))[-1]
     assert paused.stop == PAUSED and ran == []
@@ -347,10 +353,7 @@ def test_a_caller_who_stops_pulling_steps_closes_a_thinking_brain():
 def test_a_hand_made_verdict_for_another_tool_is_refused_and_nothing_runs():
     ran = []
 
-    @as_tool(needs_approval=True)
-    def pay(amount: int) -> str:
-        """Pay an amount."""
-        return "paid"
+    pay = waiting_pay([])
 
     @as_tool
     def wipe() -> str:
@@ -366,10 +369,7 @@ def test_a_hand_made_verdict_for_another_tool_is_refused_and_nothing_runs():
 
 
 def test_the_story_shows_what_a_human_changed():
-    @as_tool(needs_approval=True)
-    def pay(amount: int) -> str:
-        """Pay an amount."""
-        return f"paid {amount}"
+    pay = waiting_pay([])
     agent = Agent(scripted(Action("pay", {"amount": 50}, "pay it"), answer("ok")), [pay, final_answer])
     ctx = agent.run(context=approve(agent.run("pay 50"), by="alice", args={"amount": 40}, tool=pay))
     assert '    alice approved pay with {"amount": 40} (it asked for {"amount": 50})' in story(ctx).splitlines()
@@ -415,10 +415,7 @@ def test_an_empty_notebook_handed_in_still_gets_the_system_note():
 
 
 def test_asking_something_new_after_the_verdict_says_to_resume_first():
-    @as_tool(needs_approval=True)
-    def pay(amount: int) -> str:
-        """Pay an amount."""
-        return "paid"
+    pay = waiting_pay([])
     agent = Agent(scripted(Action("pay", {"amount": 5})), [pay, final_answer])
     with pytest.raises(ValueError, match=r"the verdict is in, so resume it first with agent.run\(context=ctx\)"):
         agent.run("and another thing", context=approve(agent.run("pay 5"), by="bob"))
@@ -469,11 +466,7 @@ def test_a_final_answer_starting_like_an_error_stays_the_answer_when_handed_back
 def test_a_cancel_set_before_resuming_runs_nothing_not_even_the_approved_tool():
     ran = []
 
-    @as_tool(needs_approval=True)
-    def pay(amount: int) -> str:
-        """Pay an amount."""
-        ran.append(amount)
-        return "paid"
+    pay = waiting_pay(ran)
     agent = Agent(scripted(Action("pay", {"amount": 5})), [pay, final_answer])
     cancel = threading.Event()
     cancel.set()
