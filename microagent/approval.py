@@ -39,6 +39,7 @@ def gate(tool: Tool, approver, by: str = "a human") -> Tool:
     if not isinstance(tool, Tool) or tool.terminal or not callable(approver):
         raise ValueError("gate a Tool with side effects, not the final answer, and give it an approver: "
                          "a function (tool_name, args) -> True or False")
+
     @functools.wraps(tool.fn)  # the gate takes exactly the arguments the tool takes
     def gated(**args) -> str | Message:
         yes = approver(tool.name, args)
