@@ -40,3 +40,24 @@ class Message:
             raise TypeError("a message's notes must be a tuple of Messages")
         if not isinstance(self.error, bool):
             raise TypeError(f"a message's error is True or False, not {self.error!r}")
+
+    # the four kinds of note a run is made of, each named once and used everywhere
+    @property
+    def is_question(self) -> bool:
+        """Someone asked the assistant something: a user note that is not a verdict."""
+        return self.role == USER and self.tool is None
+
+    @property
+    def is_decision(self) -> bool:
+        """The brain chose a move: an assistant note naming the tool it calls."""
+        return self.role == ASSISTANT and self.tool is not None
+
+    @property
+    def is_verdict(self) -> bool:
+        """A human ruled on the waiting decision: a user note naming its tool (args None: a no)."""
+        return self.role == USER and self.tool is not None
+
+    @property
+    def is_result(self) -> bool:
+        """What a tool handed back: a tool note."""
+        return self.role == TOOL

@@ -25,20 +25,39 @@ def execute(path: pathlib.Path):
     nb = nbformat.read(path, as_version=4)
     nbclient.NotebookClient(nb, timeout=120, kernel_name="python3", record_timing=False,  # no clock in the file
                             resources={"metadata": {"path": str(path.parent)}}).execute()
+    for cell in nb.cells:  # one print cut into several chunks is saved as one, so rewrites are stable
+        merged = []
+        for out in cell.get("outputs", []):
+            if merged and out["output_type"] == "stream" == merged[-1]["output_type"] \
+                    and out["name"] == merged[-1]["name"]:
+                merged[-1]["text"] += out["text"]
+            else:
+                merged.append(out)
+        if cell.cell_type == "code":
+            cell.outputs = merged
     return nb
 
 
 def text_of(cell) -> list[str]:
-    """The text a reader sees under a code cell: printed text, and the plain value shown."""
-    seen = []
+    """The text a reader sees under a code cell: printed text, and the plain value shown.
+
+    subtle: the kernel may deliver one print in several stream chunks (a subprocess's
+    output often arrives in two), so consecutive chunks of one stream are joined:
+    what is compared is the text a reader sees, not how it was cut on the way.
+    """
+    seen = []  # [(kind, text)], kind: "stdout", "stderr", "value" or "error"
     for out in cell.get("outputs", []):
         if out["output_type"] == "stream":
-            seen.append(out["text"])
+            kind, text = out["name"], out["text"]
         elif out["output_type"] in ("execute_result", "display_data"):
-            seen.append(out["data"].get("text/plain", ""))
-        elif out["output_type"] == "error":
-            seen.append(f"{out['ename']}: {out['evalue']}")
-    return seen
+            kind, text = "value", out["data"].get("text/plain", "")
+        else:
+            kind, text = "error", f"{out['ename']}: {out['evalue']}"
+        if seen and kind in ("stdout", "stderr") and seen[-1][0] == kind:
+            seen[-1] = (kind, seen[-1][1] + text)
+        else:
+            seen.append((kind, text))
+    return [f"{kind}: {text}" for kind, text in seen]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
