@@ -35,6 +35,6 @@ def policy(ctx, tools):
 
 
 agent = Agent(policy, [gate(refund, manager, by="the manager"), final_answer], name="support")
-show(agent.run("Please refund $30"))
+show(agent.run("Please refund $30").context)
 print()
-show(agent.run("Please refund $300"))
+show(agent.run("Please refund $300").context)

@@ -13,5 +13,5 @@ def polite(ctx, tools):
 
 
 agent = Agent(polite, [final_answer], name="greeter")
-show(agent.run("Hi there"))
+show(agent.run("Hi there").context)
 print("the answer:", agent.answer("Hi there"))

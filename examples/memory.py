@@ -40,7 +40,7 @@ def watched_policy(ctx: Context, tools) -> Action:
 agent = Agent(remembering(watched_policy, keep=4), [step, final_answer], name="clerk", max_steps=GOAL + 1)
 
 if __name__ == "__main__":
-    full = agent.run(f"Count to {GOAL}, please.")
+    full = agent.run(f"Count to {GOAL}, please.").context
     print(f"the agent's notebook: {len(full)} notes, every one kept")
     print(f"the most the brain was ever shown: {max(len(ctx) for ctx in shown)} notes\n")
     print("what the brain read on its last turn:")

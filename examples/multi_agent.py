@@ -3,7 +3,7 @@
     python examples/multi_agent.py
 
 A specialist is an ordinary Agent, with its own brain, tools and notebook.
-`agent.as_tool()` makes it a coworker that another agent can call with a
+`agent_tool(agent)` makes it a coworker that another agent can call with a
 request in plain words: the specialist runs its own loop, and its answer comes
 back as the result note, with its whole notebook kept inside that note. So the
 manager's story shows what each specialist did, nested under the call.
@@ -17,7 +17,7 @@ an error note: see tests/test_multi_agent.py.)
 
 import re
 
-from microagent import TOOL, USER, Action, Agent, Context, as_tool, final_answer, show
+from microagent import agent_tool, TOOL, USER, Action, Agent, Context, as_tool, final_answer, show
 from microagent.demo import ORDERS, look_up_order
 
 
@@ -61,7 +61,7 @@ def manager_policy(ctx: Context, tools) -> Action:
     return Action("final_answer", {"answer": "billing says: " + "; ".join(heard[1:])}, "pass on what billing said")
 
 
-manager = Agent(manager_policy, [orders.as_tool(), billing.as_tool(), final_answer], name="manager")
+manager = Agent(manager_policy, [agent_tool(orders), agent_tool(billing), final_answer], name="manager")
 
 if __name__ == "__main__":
-    show(manager.run("Refunds for A1234 and B5678, please."))
+    show(manager.run("Refunds for A1234 and B5678, please.").context)

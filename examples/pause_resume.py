@@ -15,17 +15,18 @@ back into the same file, and its story is printed.
 Nothing else is kept anywhere: the file is the whole state of the run.
 """
 
+import dataclasses
 import argparse
 import json
 import pathlib
 import sys
 
-from microagent import USER, Action, Agent, Context, Tool, approve, deny, final_answer, story
+from microagent import USER, Action, Agent, Context, approve, deny, final_answer, story
 from microagent.demo import QUESTION, check_policy, issue_refund, look_up_order, support_policy
 from microagent.invariants import check
 
 # the demo's refund coworker, but this one waits for a human instead of asking on the spot
-refund = Tool(issue_refund.name, issue_refund.description, issue_refund.fn, needs_approval=True)
+refund = dataclasses.replace(issue_refund, needs_approval=True)
 
 
 def policy(ctx: Context, tools) -> Action:
@@ -47,7 +48,7 @@ agent = Agent(policy, [look_up_order, check_policy, refund, final_answer], name=
 
 def start(path: pathlib.Path) -> None:
     """Run until the refund waits for a human; save the paused notebook; say what waits."""
-    ctx = agent.run(QUESTION)
+    ctx = agent.run(QUESTION).context
     path.write_text(ctx.to_json(), encoding="utf-8")
     print(story(ctx))
     print(f"\nwaiting for a human: {ctx.pending.tool} {ctx.pending.args}")
@@ -63,7 +64,7 @@ def finish(path: pathlib.Path, options: argparse.Namespace) -> None:
         ctx = approve(ctx, by=options.by, args=args, tool=refund)
     else:
         ctx = deny(ctx, options.reason, by=options.by, tool=refund)
-    ctx = agent.run(context=ctx)
+    ctx = agent.run(context=ctx).context
     path.write_text(ctx.to_json(), encoding="utf-8")
     print(story(ctx))
 

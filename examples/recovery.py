@@ -65,7 +65,7 @@ agent = Agent(policy, [look_up_order, retrying(check_stock, attempts=3), hiding(
                       final_answer], name="support")
 
 if __name__ == "__main__":
-    show(agent.run("My headphones A1234 broke; can you send a replacement?"))
+    show(agent.run("My headphones A1234 broke; can you send a replacement?").context)
     print("\nthe developer's list of hidden errors:")
     for e in errors:
         print(f"  {type(e).__name__}: {e}")

@@ -29,4 +29,4 @@ policy = scripted(
     Action("final_answer", {"answer": "A double marathon is 84.39 km, about 52.4 miles."}, "that's the answer"),
 )
 agent = Agent(policy, [multiply, km_to_miles, final_answer], name="runner")
-show(agent.run("How long is a double marathon, in miles?"))
+show(agent.run("How long is a double marathon, in miles?").context)

@@ -24,6 +24,7 @@ What it leaves out: signing a verdict against forgery. Here the saved notebook
 is the user's own file; a server that hands verdicts to strangers would sign them.
 """
 
+import copy
 import dataclasses
 import functools
 import json
@@ -42,7 +43,7 @@ def gate(tool: Tool, approver, by: str = "a human") -> Tool:
 
     @functools.wraps(tool.fn)  # the gate takes exactly the arguments the tool takes
     def gated(**args) -> str | Message:
-        yes = approver(tool.name, args)
+        yes = approver(tool.name, copy.deepcopy(args))  # a copy: an approver can't change what runs
         if not isinstance(yes, bool):  # subtle: "no" is a true string; only True is a yes
             raise TypeError(f"the approver must answer True or False, not {yes!r}")
         if not yes:  # a denial is an error note, as when the loop settles a "no"
@@ -65,7 +66,7 @@ def approve(ctx: Context, *, by: str = "a human", args: dict | None = None, tool
     if tool is None:
         raise ValueError(f"to check the edited arguments, approve needs the {pending.tool} tool: "
                          "approve(ctx, by=..., args=..., tool=...)")
-    problem = tool.check(args) if isinstance(args, dict) else "the arguments must be a dict"
+    problem = tool.check(args)
     if problem:
         raise ValueError(f"the edited arguments don't fit {tool.name}: {problem}")
     return ctx.add(Message(USER, "approved", name=by, tool=pending.tool, args=json.dumps(args, ensure_ascii=False)))

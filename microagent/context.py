@@ -6,19 +6,23 @@ notebook is the whole state of a run, it saves to JSON and loads back exactly,
 in another process or next week, and the run goes on from there.
 
 It does not decide anything or run anything, and it does not check that the
-notes make a sensible story (a run's invariants are checked on top of it).
+notes make a sensible story (a run's rules are checked on top, in
+microagent.invariants).
 """
 
 import json
+import re
 from dataclasses import dataclass, fields
 
-from microagent.message import ASSISTANT, USER, Message
+from microagent.message import ASSISTANT, Message
 
 FORMAT = "microagent.context/1"  # written into every saved notebook, checked on load
 
 
 @dataclass(frozen=True)
 class Context:
+    """The notebook: a tuple of Messages. `add` returns a new notebook; `to_json` saves it."""
+
     messages: tuple[Message, ...] = ()
 
     def __post_init__(self):
@@ -40,11 +44,15 @@ class Context:
     def pending(self) -> Message | None:
         """The last decision if nothing has answered it yet: a run paused for approval."""
         for m in reversed(self.messages):
-            if m.role == ASSISTANT and m.tool is not None:
+            if m.is_decision:
                 return m
-            if not (m.role == USER and m.tool is not None):  # only a verdict may sit between
+            if not m.is_verdict:  # only a verdict may sit between
                 return None
         return None
+
+    def unfolded(self) -> list[Message]:
+        """Every note in order, with the notes a summary folded away (microagent.memory) back in place."""
+        return _unfold(self.messages)
 
     def __iter__(self):
         return iter(self.messages)
@@ -56,7 +64,11 @@ class Context:
         return self.messages[i]
 
     def to_json(self) -> str:
-        return json.dumps({"format": FORMAT, "messages": [_dump(m) for m in self]}, ensure_ascii=False)
+        """The notebook as JSON text, which always saves as UTF-8 and loads back with from_json."""
+        text = json.dumps({"format": FORMAT, "messages": [_dump(m) for m in self]}, ensure_ascii=False)
+        # subtle: a lone surrogate (a file name read with surrogateescape, say) can't be written
+        # as UTF-8; as a \u escape it can, and it loads back as the same character
+        return re.sub("[\ud800-\udfff]", lambda c: f"\\u{ord(c.group()):04x}", text)
 
     @classmethod
     def from_json(cls, text: str | bytes) -> "Context":
@@ -65,10 +77,8 @@ class Context:
             data = json.loads(text)
         except (TypeError, ValueError, RecursionError) as e:  # RecursionError: absurdly deep nesting
             raise ValueError(f"not a saved Context: the text is not valid JSON ({e})") from None
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise ValueError(f'not a saved Context: expected an object with "format": "{FORMAT}"')
-        if not isinstance(data.get("messages"), list):
-            raise ValueError('not a saved Context: "messages" must be a list')
+        if not (isinstance(data, dict) and data.get("format") == FORMAT and isinstance(data.get("messages"), list)):
+            raise ValueError(f'not a saved Context: expected {{"format": "{FORMAT}", "messages": [...]}}')
         return cls(tuple(_load(d, f"message {i}") for i, d in enumerate(data["messages"])))
 
     def _repr_pretty_(self, printer, cycle):
@@ -79,6 +89,11 @@ class Context:
         printer.text(story(self))
 
 
+def _unfold(notes: tuple[Message, ...]) -> list[Message]:
+    # an assistant's note that holds notes is a summary: read the notes it folded instead
+    return [n for m in notes for n in (_unfold(m.notes) if m.role == ASSISTANT and m.notes else [m])]
+
+
 def _dump(m: Message) -> dict:
     # only the fields that differ from their defaults, so a saved notebook reads easily
     d = {f.name: getattr(m, f.name) for f in fields(m) if getattr(m, f.name) != f.default}
@@ -87,16 +102,12 @@ def _dump(m: Message) -> dict:
     return d
 
 
-def _load(d: object, where: str) -> Message:
-    known = {f.name for f in fields(Message)}
-    if not isinstance(d, dict) or not {"role", "content"} <= d.keys() or not d.keys() <= known:
-        raise ValueError(f"not a saved Context: {where} must be an object with a role, a content "
-                         f"and only the fields {', '.join(sorted(known))}")
-    notes = d.get("notes", [])
+def _load(d: dict, where: str) -> Message:
+    notes = d.get("notes", []) if isinstance(d, dict) else []
     if not isinstance(notes, list):
         raise ValueError(f"not a saved Context: {where} has notes that are not a list")
     inner = tuple(_load(n, f"{where}, note {j}") for j, n in enumerate(notes))
     try:
         return Message(**{**d, "notes": inner})
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError) as e:  # not an object, a field missing or unknown, a role that does not exist
         raise ValueError(f"not a saved Context: {where}: {e}") from None

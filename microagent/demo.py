@@ -17,9 +17,9 @@ import re
 from microagent.agent import Agent
 from microagent.approval import gate
 from microagent.context import Context
-from microagent.message import USER
 from microagent.policy import Action
-from microagent.tool import as_tool, final_answer
+from microagent.schema import as_tool
+from microagent.tool import final_answer
 from microagent.trace import show
 
 QUESTION = "Can I get a refund for order A1234? It arrived broken."
@@ -51,11 +51,11 @@ def issue_refund(order_id: str, amount: float) -> str:
 
 def support_policy(ctx: Context, tools) -> Action:
     """Pick the next move by reading the notebook: the question, then the latest result."""
-    question = next(m.content for m in reversed(ctx.messages) if m.role == USER and m.tool is None)
+    question = next(m.content for m in reversed(ctx.messages) if m.is_question)
     order = re.search(r"[A-Z]\d{4}", question)
     order_id = order.group() if order else "unknown"
     last = ctx.last()
-    if last.role == USER:
+    if last.is_question:
         return Action("look_up_order", {"order_id": order_id}, "let me pull up the order first")
     if last.name == "look_up_order" and not last.content.startswith("no order"):
         return Action("check_policy", {"order_id": order_id}, "now check if it qualifies")
@@ -91,4 +91,4 @@ def main(argv: list[str] | None = None) -> None:
 
     def human(tool_name: str, args: dict) -> bool:
         return not options.deny
-    show(support_agent(human).run(options.question))
+    show(support_agent(human).run(options.question).context)

@@ -21,12 +21,19 @@ ROLES = (SYSTEM, USER, ASSISTANT, TOOL)
 
 @dataclass(frozen=True)
 class Message:
+    """One note: who wrote it (role), what it says (content), and for a decision, the call it made.
+
+    A run is made of four kinds of note, each named by a property below: a question,
+    a decision, a human's verdict on a decision, and a tool's result. The system note
+    and the assistant's own remarks (out of steps, a memory summary) are the others.
+    """
+
     role: str                # one of ROLES
     content: str             # what the note says
     name: str | None = None  # a tool note: the tool; an assistant note: the agent; an approval: who
     tool: str | None = None  # a decision (or a human's verdict on one): the tool called
     args: str | None = None  # ... and its arguments, as JSON text (a dict would be mutable)
-    notes: tuple["Message", ...] = ()  # what an agent used as a tool did, note by note
+    notes: tuple["Message", ...] = ()  # a result: what an inner agent did; a summary: the notes it folded
     error: bool = False      # a tool note saying something went wrong: the brain reads why in content
 
     def __post_init__(self):
@@ -38,8 +45,6 @@ class Message:
                 raise TypeError(f"a message's {field} must be a string, not {type(value).__name__}")
         if not isinstance(self.notes, tuple) or not all(isinstance(m, Message) for m in self.notes):
             raise TypeError("a message's notes must be a tuple of Messages")
-        if not isinstance(self.error, bool):
-            raise TypeError(f"a message's error is True or False, not {self.error!r}")
 
     # the four kinds of note a run is made of, each named once and used everywhere
     @property

@@ -23,34 +23,31 @@ import json
 from dataclasses import dataclass
 
 from microagent.context import Context
-from microagent.message import ASSISTANT
 
 
 @dataclass(frozen=True)
 class Action:
+    """A move the brain picks: the tool to call, its arguments as JSON text, and why."""
+
     tool: str
     args: str = "{}"     # JSON text; a dict passed in is turned into JSON text
     reasoning: str = ""  # why, in a few words: it becomes the decision note's content
 
     def __post_init__(self):
         if not (isinstance(self.tool, str) and isinstance(self.reasoning, str)):
-            raise TypeError(f"an Action's tool and reasoning are strings, as in "
-                            f"Action('look_up_order', {{'order_id': 'A1234'}}, 'why'), not {self!r}")
+            raise TypeError(f"an Action's tool and reasoning are strings, not {self!r}")
         # subtle: a dict would make a frozen Action mutable and unhashable, so the
         # arguments are kept as JSON text. A string is kept as it came: a model may
         # send broken JSON, and the loop turns that into an error note it can read.
         if not isinstance(self.args, str):
-            try:
-                object.__setattr__(self, "args", json.dumps(self.args, ensure_ascii=False))
-            except (TypeError, ValueError) as e:
-                raise TypeError(f"an Action's args must be plain JSON values ({e})") from None
+            object.__setattr__(self, "args", json.dumps(self.args, ensure_ascii=False))
 
 
 def decisions(ctx: Context) -> list[Action]:
-    """The Actions recorded in a notebook's decision notes, in order."""
+    """The Actions recorded in a notebook's decision notes, in order (those a summary folded too)."""
     if not isinstance(ctx, Context):
         raise TypeError(f"this takes a Context, not {type(ctx).__name__}: load saved text with Context.from_json(text)")
-    return [Action(m.tool, m.args, m.content) for m in ctx if m.role == ASSISTANT and m.tool]
+    return [Action(m.tool, m.args, m.content) for m in ctx.unfolded() if m.is_decision]
 
 
 def scripted(*actions: Action):
@@ -60,7 +57,7 @@ def scripted(*actions: Action):
     so a run saved half way and loaded in another process goes on correctly.
     """
     def policy(ctx: Context, tools) -> Action:
-        n = sum(m.role == ASSISTANT and m.tool is not None for m in ctx)  # decisions made so far
+        n = sum(m.is_decision for m in ctx.unfolded())  # decisions made so far
         if n >= len(actions):
             raise IndexError(f"the script is over: the run asked for decision {n + 1}, "
                              f"and the script holds {len(actions)}")

@@ -37,10 +37,14 @@ from microagent.tool import Tool
 
 
 def retrying(tool: Tool, attempts: int = 3, wait: float = 0.0, on: tuple[type[Exception], ...] = (Exception,),
-             sleep=time.sleep) -> Tool:
-    """`tool`, tried again when it raises one of `on`: `attempts` tries in all, waiting wait, 2*wait, 4*wait..."""
-    if not (type(attempts) is int and attempts >= 1 and isinstance(wait, (int, float)) and wait >= 0):
-        raise ValueError("retrying takes attempts, a whole number from 1 up, and wait, seconds from 0 up")
+             sleep=time.sleep, max_wait: float = 60.0) -> Tool:
+    """`tool`, tried again when it raises one of `on`: `attempts` tries in all, waiting wait, 2*wait, 4*wait...
+
+    No single wait is longer than `max_wait` seconds, however many attempts there are.
+    """
+    numbers = all(isinstance(n, (int, float)) and n >= 0 for n in (wait, max_wait))  # nan >= 0 is False
+    if not (type(attempts) is int and attempts >= 1 and numbers):
+        raise ValueError("retrying takes attempts, a whole number from 1 up, and wait and max_wait, seconds from 0 up")
     if not isinstance(tool, Tool) or not callable(sleep):
         raise TypeError("retrying takes a Tool (make one with @as_tool), and sleep, a function of seconds")
     if not (isinstance(on, tuple) and all(isinstance(e, type) and issubclass(e, Exception) for e in on)):
@@ -51,7 +55,8 @@ def retrying(tool: Tool, attempts: int = 3, wait: float = 0.0, on: tuple[type[Ex
         failed, ran = None, None  # what went wrong last time, and an inner agent's run so far
         for attempt in range(1, attempts + 1):
             if failed is not None:
-                sleep(wait * 2 ** (attempt - 2))
+                # subtle: 2.0 ** 1024 overflows, so the doubling stops long before the cap is reached
+                sleep(min(wait * 2.0 ** min(attempt - 2, 64), max_wait))
             try:
                 out = tool(**args)
             except on as e:  # anything else (a bug, say) is not worth trying again

@@ -1,47 +1,49 @@
 """A Tool is a coworker the assistant can call.
 
 It has a name so the brain can ask for it, a description so the brain knows
-what it is for, the function that does the work, and a flag that says whether
-calling it ends the job (the final answer is such a tool). It knows the JSON
-Schema of its own arguments, read off the function's signature and type hints;
-that schema is what a language model is shown, and what every call is checked
-against before the function runs.
+what it is for, the function that does the work, the JSON Schema of that
+function's arguments, and two flags: whether calling it ends the job (the final
+answer is such a tool) and whether a human must approve each call first.
+
+The schema is what a language model is shown, and what every call is checked
+against before the function runs: arguments that don't fit never reach it.
+`as_tool` (microagent.schema) reads the schema off a function's type hints, so
+a tool is usually one decorated function.
 
 The one rule: a tool is called with keyword arguments and hands back a string
 (or a whole tool note, when it has more to report, like an agent used as a tool).
 
-It supports the hints str, int, float, bool, list[...], dict, Literal[...] and
-`X | None`; anything else is refused when the tool is made. It does not coerce
-("3" is not an int) and it does not describe single parameters to the model.
+It checks the schema's types, required and unexpected names, enums and the items
+of arrays; not the rest of JSON Schema. It does not coerce ("3" is not an int).
 """
 
-import inspect
-import types
-import typing
+import json
+from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass
 
 from microagent.message import Message
-
-JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", dict: "object", list: "array"}
 
 
 @dataclass(eq=False)  # two tools are the same coworker only if they are the same object
 class Tool:
+    """A coworker: its name, what it is for (`description`), the function `fn`, and two flags.
+
+    `schema` is the JSON Schema of fn's arguments, what a model is shown; `check(args)`
+    says what is wrong with arguments for it. `terminal`: calling the tool ends the run
+    (the final answer). `needs_approval`: the run pauses before each call for a human.
+    """
+
     name: str
     description: str
     fn: Callable[..., object]
+    schema: dict                  # {"type": "object", "properties": {name: schema}, "required": [name]}
     terminal: bool = False        # calling it ends the run (the final answer)
     needs_approval: bool = False  # the run pauses before it until a human decides
-    schema: dict = field(init=False, repr=False)
 
     def __post_init__(self):
         if not (isinstance(self.name, str) and self.name.isidentifier()):
             raise ValueError(f"a tool's name must be a word like look_up_order, not {self.name!r}")
-        if not (isinstance(self.description, str) and callable(self.fn)):
-            raise TypeError(f"the tool {self.name}: its description is a string and its fn a function")
-        self.schema = schema_of(self.fn)
 
     def __call__(self, **kwargs) -> str | Message:
         out = self.fn(**kwargs)
@@ -49,107 +51,68 @@ class Tool:
 
     def check(self, args: dict) -> str | None:
         """What is wrong with these arguments for this tool, or None if they fit."""
-        if not isinstance(args, dict):
-            return "the arguments must be a JSON object"
-        props, required = self.schema["properties"], self.schema["required"]
-        missing = [n for n in required if n not in args]
-        unexpected = [n for n in args if n not in props]
+        return _mismatch(args, self.schema, "the arguments")
+
+
+def read_args(text: str) -> dict:
+    """A decision's arguments, from JSON text to a dict; a ValueError says what is wrong.
+
+    >>> read_args('{"amount": 1, "amount": 9999}')
+    Traceback (most recent call last):
+    ...
+    ValueError: the arguments give "amount" twice: say each once
+    """
+    try:
+        args = json.loads(text, object_pairs_hook=_once_each)
+    except RecursionError:  # "[" * 100000: no tool takes that, and no reader should crash on it
+        raise ValueError("the arguments are nested too deeply to read") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"the arguments are not valid JSON ({e})") from None
+    if not isinstance(args, dict):
+        raise ValueError("the arguments must be a JSON object")
+    return args
+
+
+def _once_each(pairs: list[tuple[str, object]]) -> dict:
+    # subtle: for a key given twice JSON keeps the last, so a human shown the first
+    # would approve one amount while another is paid. Refuse the doubt instead.
+    twice = [key for key, n in Counter(key for key, _ in pairs).items() if n > 1]
+    if twice:
+        raise ValueError(f'the arguments give "{twice[0]}" twice: say each once')
+    return dict(pairs)
+
+
+def _mismatch(value, schema: dict, where: str) -> str | None:
+    """What is wrong with a JSON value for a schema, in words, or None if it fits."""
+    # subtle: True == 1 == 1.0 in Python, so an enum compares the type too
+    if "enum" in schema and (type(value), value) not in [(type(v), v) for v in schema["enum"]]:
+        return f"{where} must be one of {schema['enum']}, not {value!r}"
+    kinds = schema.get("type", [])
+    kinds = [kinds] if isinstance(kinds, str) else kinds
+    if kinds and not any(type(value) in _PY[k] for k in kinds):  # subtle: True is an int in Python, not in JSON
+        return f"{where} must be {' or '.join(kinds)}, not {type(value).__name__} {value!r}"
+    if isinstance(value, dict) and "properties" in schema:  # the arguments themselves
+        props = schema["properties"]
+        missing = [n for n in schema.get("required", []) if n not in value]
+        unexpected = [n for n in value if n not in props]
         takes = f"(it takes: {', '.join(props) or 'nothing'})"
         if missing:
             return f"missing {', '.join(missing)} {takes}"
         if unexpected:
             return f"unexpected {', '.join(unexpected)} {takes}"
-        for name, value in args.items():
-            problem = _mismatch(value, props[name], name)
-            if problem:
-                return problem
-        return None
-
-
-def as_tool(fn=None, *, name=None, description=None, terminal=False, needs_approval=False):
-    """Make a function a Tool: bare `@as_tool`, or `@as_tool(name=..., terminal=True)`."""
-    def make(fn):
-        if not inspect.isfunction(fn):
-            raise TypeError(f"as_tool makes a Tool from a function, not {fn!r}: put @as_tool above a def "
-                            "(and give a name with @as_tool(name=...))")
-        about = description or inspect.getdoc(fn)
-        if not about:
-            raise ValueError(f"the tool {fn.__name__} needs a description: give it a docstring")
-        return Tool(name or fn.__name__, about, fn, terminal, needs_approval)
-    return make if fn is None else make(fn)
-
-
-def schema_of(fn: Callable) -> dict:
-    """The JSON Schema of fn's keyword arguments.
-
-    >>> def refund(order_id: str, amount: float, notify: bool = True): ...
-    >>> schema_of(refund)["properties"]["amount"], schema_of(refund)["required"]
-    ({'type': 'number'}, ['order_id', 'amount'])
-    """
-    try:
-        hints = typing.get_type_hints(fn)
-    except Exception as e:  # a hint naming something not imported, or not a plain function
-        raise TypeError(f"{fn!r}: its type hints can't be read ({e}); a tool's function is a plain def "
-                        "with hints like str or int") from None
-    props, required = {}, []
-    for p in inspect.signature(fn).parameters.values():
-        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY):
-            raise TypeError(f"{fn.__name__}: a tool takes named parameters only, not {p}")
-        props[p.name] = _schema(hints.get(p.name), f"{fn.__name__}({p.name})")
-        if p.default is p.empty:
-            required.append(p.name)
-    return {"type": "object", "properties": props, "required": required}
-
-
-def _schema(hint, where: str) -> dict:
-    origin, inner = typing.get_origin(hint), typing.get_args(hint)
-    if hint is None:  # no annotation: anything goes
-        return {}
-    if origin is Literal:
-        kinds = {JSON_TYPES.get(type(v)) for v in inner}
-        if len(kinds) == 1 and None not in kinds:  # all values of one JSON type: say which
-            return {"type": kinds.pop(), "enum": list(inner)}
-        return {"enum": list(inner)}
-    if origin in (typing.Union, types.UnionType) and type(None) in inner and len(inner) == 2:
-        schema = _schema(next(h for h in inner if h is not type(None)), where)  # X | None: X, or null
-        if "type" in schema:
-            schema["type"] = [schema["type"], "null"]
-        if "enum" in schema:
-            schema["enum"].append(None)
-        return schema
-    if origin is list and len(inner) == 1:
-        return {"type": "array", "items": _schema(inner[0], where)}
-    if hint in JSON_TYPES or origin is dict:
-        return {"type": JSON_TYPES[origin or hint]}
-    raise TypeError(f"{where}: the hint {hint!r} is not one a tool supports "
-                    "(str, int, float, bool, list[...], dict, Literal[...], X | None)")
-
-
-def _mismatch(value, schema: dict, where: str) -> str | None:
-    if "enum" in schema and value not in schema["enum"]:
-        return f"{where} must be one of {schema['enum']}, not {value!r}"
-    kinds = schema.get("type", [])
-    kinds = [kinds] if isinstance(kinds, str) else kinds
-    if kinds and not any(_is(value, k) for k in kinds):
-        return f"{where} must be {' or '.join(kinds)}, not {type(value).__name__} {value!r}"
-    for i, item in enumerate(value if isinstance(value, list) else []):
-        problem = _mismatch(item, schema.get("items", {}), f"{where}[{i}]")
-        if problem:
-            return problem
+        return _first(_mismatch(v, props[n], n) for n, v in value.items())
+    if isinstance(value, list) and "items" in schema:
+        return _first(_mismatch(v, schema["items"], f"{where}[{i}]") for i, v in enumerate(value))
     return None
 
 
-def _is(value, kind: str) -> bool:
-    if isinstance(value, bool):  # subtle: True is an int in Python, but not in JSON
-        return kind == "boolean"
-    return isinstance(value, _PY[kind])
+def _first(problems) -> str | None:
+    return next((p for p in problems if p), None)  # the first problem found, if any
 
 
-_PY = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "object": dict, "array": list,
-       "null": type(None)}
+_PY = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,), "object": (dict,),
+       "array": (list,), "null": (type(None),)}  # JSON type -> the exact Python types it reads as
 
-
-@as_tool(terminal=True)
-def final_answer(answer: str) -> str:
-    """Give the final answer to the person who asked; this ends the run."""
-    return answer
+final_answer = Tool(
+    "final_answer", "Give the final answer to the person who asked; this ends the run.", lambda answer: answer,
+    {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}, terminal=True)

@@ -15,7 +15,7 @@ verdict that changed them).
 """
 
 from microagent.context import Context
-from microagent.message import ASSISTANT, SYSTEM, TOOL, USER, Message
+from microagent.message import ASSISTANT, SYSTEM, Message
 
 
 def story(ctx: Context | tuple[Message, ...], indent: str = "") -> str:
@@ -33,22 +33,22 @@ def story(ctx: Context | tuple[Message, ...], indent: str = "") -> str:
     for i, m in enumerate(messages):
         if m.role == SYSTEM:
             lines.append(f"{indent}(the assistant was told: {m.content})")
-        elif m.role == USER and m.tool is None:
+        elif m.is_question:
             lines.append(f'{indent}you asked: "{m.content}"')
-        elif m.role == USER and m.args is None:
+        elif m.is_verdict and m.args is None:
             lines.append(f"{indent}    {m.name} denied {m.tool}: {m.content}")
-        elif m.role == USER:  # an approval; it follows the decision it rules on
+        elif m.is_verdict:  # an approval; it follows the decision it rules on
             asked = messages[i - 1].args if i > 0 else None
             edit = f" (it asked for {asked})" if asked is not None and asked != m.args else ""
             lines.append(f"{indent}    {m.name} approved {m.tool} with {m.args}{edit}")
-        elif m.role == ASSISTANT and m.tool is None:
-            lines.append(f"{indent}  {m.name}: {m.content}")
-        elif m.role == ASSISTANT:  # a decision: the reasoning, or else the call itself
+        elif m.is_decision:  # the reasoning, or else the call itself
             said = m.content or f"call {m.tool} with {m.args}"
             lines.append(f"{indent}  {m.name} thought: {said}")
             if i == len(messages) - 1 and not indent:  # nothing answered it: the run is paused
                 lines.append(f"{indent}    .. {m.tool} {m.args} is waiting for a human to decide")
-        elif m.role == TOOL:
+        elif m.role == ASSISTANT:  # the assistant's own remark: out of steps, a memory summary
+            lines.append(f"{indent}  {m.name}: {m.content}")
+        elif m.is_result:
             if m.notes:
                 lines.append(story(m.notes, indent + "      "))
             lines.append(f"{indent}    -> {m.name} returned: {m.content}")

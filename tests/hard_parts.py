@@ -6,10 +6,11 @@ Run as a script, it is the "other process" of the cross-process tests:
     python tests/hard_parts.py start|approve|deny SAVED LEDGER   # the refund flow, one process per step
 """
 
+import dataclasses
 import pathlib
 import sys
 
-from microagent import SYSTEM, USER, Action, Agent, Context, Message, Tool, approve, deny, final_answer, scripted
+from microagent import SYSTEM, USER, Action, Agent, Context, Message, Tool, approve, as_tool, deny, final_answer, scripted
 from microagent.demo import QUESTION, check_policy, issue_refund, look_up_order
 from microagent.invariants import check
 
@@ -58,7 +59,7 @@ def stops(agent: Agent, question: str, plan: list) -> list[Context]:
 
 
 # the refund office, with a refund that waits for a human instead of asking on the spot
-refund = Tool(issue_refund.name, issue_refund.description, issue_refund.fn, needs_approval=True)
+refund = dataclasses.replace(issue_refund, needs_approval=True)
 
 REFUND_SCRIPT = scripted(
     Action("look_up_order", {"order_id": "A1234"}, "let me pull up the order first"),
@@ -85,7 +86,7 @@ def ledger_refund(ledger: pathlib.Path) -> Tool:
         with ledger.open("a", encoding="utf-8") as f:
             f.write(f"{order_id} {amount:g}\n")
         return f"${amount:g} refunded to the original card"
-    return Tool("issue_refund", "Refund an amount in dollars to the card.", issue_refund, needs_approval=True)
+    return as_tool(issue_refund, description="Refund an amount in dollars to the card.", needs_approval=True)
 
 
 def reading_brain(ctx: Context, tools) -> Action:

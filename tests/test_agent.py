@@ -8,7 +8,7 @@ import threading
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from microagent import (ASSISTANT, CANCELLED, DONE, ERROR, OUT_OF_STEPS, PAUSED, SYSTEM, TOOL, USER,
+from microagent import (agent_tool, ASSISTANT, CANCELLED, DONE, ERROR, OUT_OF_STEPS, PAUSED, SYSTEM, TOOL, USER,
                         Action, Agent, Context, Message, Tool, approve, as_tool, deny, final_answer, gate,
                         replay, scripted, story)
 
@@ -46,7 +46,7 @@ def roles(ctx: Context) -> list[str]:
 def test_one_turn_writes_a_decision_note_and_a_result_note():
     agent = Agent(scripted(Action("add", {"a": 2, "b": 3}, "add them"), answer("5")), [add, final_answer],
                   name="clerk", system="You add numbers.")
-    ctx = agent.run("what is 2 + 3?")
+    ctx = agent.run("what is 2 + 3?").context
     # system, user, assistant, tool, assistant, tool
     assert roles(ctx) == [SYSTEM, USER, ASSISTANT, TOOL, ASSISTANT, TOOL]
     assert ctx[2] == Message(ASSISTANT, "add them", name="clerk", tool="add", args='{"a": 2, "b": 3}')
@@ -68,13 +68,13 @@ def test_steps_yields_each_turn_then_why_it_stopped():
     (Action("add", {"a": 2}), "error: bad arguments for add: missing b (it takes: a, b)"),
     (Action("add", {"a": 2, "b": 3, "c": 4}), "error: bad arguments for add: unexpected c (it takes: a, b)"),
     (Action("add", {"a": 2, "b": "3"}), "error: bad arguments for add: b must be integer, not str '3'"),
-    (Action("add", '{"a": 2, "b": '), "error: the arguments are not valid JSON"),
+    (Action("add", '{"a": 2, "b": '), "error: bad arguments for add: the arguments are not valid JSON"),
     (Action("add", "[2, 3]"), "error: bad arguments for add: the arguments must be a JSON object"),
     (Action("divide", {"a": 1, "b": 0}), "error: divide failed: ZeroDivisionError: division by zero"),
 ])
 def test_a_brain_mistake_becomes_an_error_note_and_the_brain_recovers(mistake, error):
     brain = scripted(mistake, Action("add", {"a": 2, "b": 3}, "try again, properly"), answer("5"))
-    ctx = Agent(brain, [add, divide, final_answer]).run("2 + 3?")
+    ctx = Agent(brain, [add, divide, final_answer]).run("2 + 3?").context
     # user, assistant (the mistake), tool (the error), assistant, tool, assistant, tool
     assert roles(ctx) == [USER, ASSISTANT, TOOL, ASSISTANT, TOOL, ASSISTANT, TOOL]
     assert ctx[2].content.startswith(error)
@@ -84,7 +84,7 @@ def test_a_brain_mistake_becomes_an_error_note_and_the_brain_recovers(mistake, e
 
 def test_a_terminal_tool_with_bad_arguments_does_not_end_the_run():
     brain = scripted(Action("final_answer", {"text": "5"}), answer("5"))
-    ctx = Agent(brain, [final_answer]).run("?")
+    ctx = Agent(brain, [final_answer]).run("?").context
     assert ctx[2].content.startswith("error: bad arguments for final_answer: missing answer")
     assert ctx.last().content == "5"
 
@@ -100,20 +100,20 @@ def test_running_out_of_steps_is_said_in_a_note_and_is_never_passed_off_as_an_an
     assert ctx.last() == Message(ASSISTANT, "out of steps: stopped after 3 turns without an answer", name="clerk")
     assert agent.answer("count forever") == "(no answer: out of steps)"  # not "2", the last tool output
     # running the ended notebook again neither calls the brain nor writes a second note
-    assert agent.run(context=ctx) == ctx
+    assert agent.run(context=ctx).context == ctx
 
 
 def test_a_finished_run_handed_back_stays_finished():
     agent = Agent(scripted(answer("hi")), [final_answer])
-    ctx = agent.run("hello")
+    ctx = agent.run("hello").context
     steps = list(agent.steps(context=ctx))
     assert [(s.stop, s.context) for s in steps] == [(DONE, ctx)]
 
 
 def test_a_conversation_goes_on_with_a_new_question_and_a_new_step_budget():
     agent = Agent(scripted(answer("hello!"), answer("still here")), [final_answer], max_steps=1)
-    first = agent.run("hi")
-    second = agent.run("are you there?", context=first)
+    first = agent.run("hi").context
+    second = agent.run("are you there?", context=first).context
     assert second.messages[:len(first)] == first.messages
     assert story(second).splitlines()[-3:] == [
         'you asked: "are you there?"', "  agent thought: done", "    -> final_answer returned: still here"]
@@ -196,15 +196,15 @@ def test_a_cancelled_run_continues_later_from_its_notebook():
     for step in agent.steps("1 + 2?", cancel=cancel):
         cancel.set()
     assert step.stop == CANCELLED and roles(step.context) == [USER, ASSISTANT, TOOL]
-    assert agent.run(context=step.context).last().content == "3"
+    assert agent.run(context=step.context).context.last().content == "3"
 
 
 def test_an_agent_used_as_a_tool_keeps_its_whole_run_in_the_result_note():
     adder = Agent(scripted(Action("add", {"a": 2, "b": 2}), answer("4")), [add, final_answer],
                   name="adder", description="Adds numbers.")
     manager = Agent(scripted(Action("adder", {"request": "2 + 2?"}, "ask the adder"), answer("it is 4")),
-                    [adder.as_tool(), final_answer], name="manager")
-    ctx = manager.run("what is 2 + 2?")
+                    [agent_tool(adder), final_answer], name="manager")
+    ctx = manager.run("what is 2 + 2?").context
     note = ctx[2]
     assert (note.role, note.name, note.content) == (TOOL, "adder", "4")
     assert roles(Context(note.notes)) == [USER, ASSISTANT, TOOL, ASSISTANT, TOOL]  # the inner run, whole
@@ -226,8 +226,8 @@ def test_an_agent_used_as_a_tool_keeps_its_whole_run_in_the_result_note():
 def test_an_inner_agent_that_runs_out_of_steps_says_so_to_the_outer_one():
     looper = Agent(lambda ctx, tools: Action("add", {"a": 1, "b": 1}), [add, final_answer], name="looper",
                    description="Loops.", max_steps=2)
-    outer = Agent(scripted(Action("looper", {"request": "go"}), answer("gave up")), [looper.as_tool(), final_answer])
-    note = outer.run("?")[2]
+    outer = Agent(scripted(Action("looper", {"request": "go"}), answer("gave up")), [agent_tool(looper), final_answer])
+    note = outer.run("?").context[2]
     assert note.content == "(no answer: out of steps)" and note.error  # a delegation that failed
 
 
@@ -240,8 +240,8 @@ def test_the_on_the_spot_gate_runs_the_tool_only_on_a_yes():
         ran.append(disk)
         return f"{disk} wiped"
     brain = scripted(Action("wipe", {"disk": "D"}), answer("ok"))
-    yes = Agent(brain, [gate(wipe, lambda name, args: True), final_answer]).run("wipe D")
-    no = Agent(brain, [gate(wipe, lambda name, args: args["disk"] != "D", by="alice"), final_answer]).run("wipe D")
+    yes = Agent(brain, [gate(wipe, lambda name, args: True), final_answer]).run("wipe D").context
+    no = Agent(brain, [gate(wipe, lambda name, args: args["disk"] != "D", by="alice"), final_answer]).run("wipe D").context
     assert yes[2].content == "approved by a human, D wiped"
     assert no[2].content == "denied by alice: wipe did not run"
     assert ran == ["D"]
@@ -257,19 +257,19 @@ def test_a_tool_that_needs_approval_pauses_the_run_before_it_runs():
     assert paused.stop == PAUSED and ran == []
     assert paused.context.pending == paused.context.last() and paused.context.pending.tool == "pay"
     assert agent.answer("pay 5") == "(no answer: paused)"
-    assert agent.run(context=paused.context) == paused.context  # no verdict yet: still paused
-    done = agent.run(context=approve(paused.context, by="alice"))
+    assert agent.run(context=paused.context).context == paused.context  # no verdict yet: still paused
+    done = agent.run(context=approve(paused.context, by="alice")).context
     assert ran == [5] and done.last().content == "paid"
-    denied = agent.run(context=deny(paused.context, "not today", by="bob"))
+    denied = agent.run(context=deny(paused.context, "not today", by="bob")).context
     assert ran == [5] and denied[-3].content == "denied by bob: not today"
-    with pytest.raises(ValueError, match="this run waits on pay: approve or deny it first"):
+    with pytest.raises(ValueError, match=r"this run waits on pay: resume it with agent.run\(context=ctx\) once a human has approved or denied it"):
         agent.run("something else", context=paused.context)
 
 
 def test_replay_makes_the_same_decisions_as_a_saved_run():
     original = Agent(scripted(Action("add", {"a": 2}, "oops"), Action("add", {"a": 2, "b": 2}), answer("4")),
-                     [add, final_answer]).run("2 + 2?")
-    again = Agent(replay(original), [add, final_answer]).run("2 + 2?")
+                     [add, final_answer]).run("2 + 2?").context
+    again = Agent(replay(original), [add, final_answer]).run("2 + 2?").context
     assert again == original
 
 
@@ -284,7 +284,7 @@ def add(a: int, b: int) -> int:
 
 agent = Agent(scripted(Action("add", {"a": 1, "b": 2}), Action("add", {"a": 3, "b": 3}), Action("final_answer", {"answer": "6"}, "done")),
               [add, final_answer], max_steps=5)
-ctx = agent.run(context=Context.from_json(sys.stdin.read()))
+ctx = agent.run(context=Context.from_json(sys.stdin.read())).context
 print(ctx.to_json())
 """
 
@@ -292,7 +292,7 @@ print(ctx.to_json())
 def test_a_saved_notebook_continues_in_a_fresh_process_exactly_where_it_stopped():
     agent = Agent(scripted(Action("add", {"a": 1, "b": 2}), Action("add", {"a": 3, "b": 3}), answer("6")),
                   [add, final_answer], max_steps=5)
-    whole = agent.run("1 + 2, then 3 + 3?")
+    whole = agent.run("1 + 2, then 3 + 3?").context
     first_turn = next(agent.steps("1 + 2, then 3 + 3?")).context
     out = subprocess.run([sys.executable, "-c", CONTINUE], input=first_turn.to_json(),
                          capture_output=True, text=True, check=True)
@@ -337,7 +337,7 @@ def test_an_agent_refuses_a_bare_function_where_a_tool_belongs():
         return order_id
     with pytest.raises(TypeError, match="make one from a function with @as_tool"):
         Agent(scripted(), [look_up])
-    with pytest.raises(TypeError, match="takes a policy"):
+    with pytest.raises(TypeError, match="policy must be a function"):
         Agent("not a brain", [final_answer])
 
 
@@ -361,7 +361,7 @@ def test_a_hand_made_verdict_for_another_tool_is_refused_and_nothing_runs():
         ran.append("wipe")
         return "wiped"
     agent = Agent(scripted(Action("pay", {"amount": 5})), [pay, wipe, final_answer])
-    paused = agent.run("pay 5")
+    paused = agent.run("pay 5").context
     forged = paused.add(Message(USER, "approved", name="eve", tool="wipe", args="{}"))
     with pytest.raises(ValueError, match="the verdict is on wipe, but the run waits on pay"):
         agent.run(context=forged)
@@ -371,7 +371,7 @@ def test_a_hand_made_verdict_for_another_tool_is_refused_and_nothing_runs():
 def test_the_story_shows_what_a_human_changed():
     pay = waiting_pay([])
     agent = Agent(scripted(Action("pay", {"amount": 50}, "pay it"), answer("ok")), [pay, final_answer])
-    ctx = agent.run(context=approve(agent.run("pay 50"), by="alice", args={"amount": 40}, tool=pay))
+    ctx = agent.run(context=approve(agent.run("pay 50").context, by="alice", args={"amount": 40}, tool=pay)).context
     assert '    alice approved pay with {"amount": 40} (it asked for {"amount": 50})' in story(ctx).splitlines()
     assert "    -> pay returned: paid 40" in story(ctx).splitlines()
 
@@ -391,11 +391,10 @@ def test_a_policy_that_forgets_to_return_gets_a_clear_error():
 
 @pytest.mark.parametrize("make, says", [
     (lambda: Agent(scripted(), final_answer), "a list of Tools"),
-    (lambda: Agent(scripted(), [final_answer], max_steps=-1), "max_steps a whole number, 0 or more"),
-    (lambda: Agent(scripted(), [final_answer], max_steps="3"), "max_steps a whole number"),
-    (lambda: Agent(scripted(), [final_answer], max_steps=True), "max_steps a whole number"),
-    (lambda: Agent(scripted(), [final_answer], name=5), "name is a string"),
-    (lambda: Agent(scripted(), [final_answer]).run(context='{"format": "..."}'), "load a saved one with Context.from_json"),
+    (lambda: Agent(scripted(), [final_answer], max_steps=-1), "max_steps must be a whole number, 0 or more"),
+    (lambda: Agent(scripted(), [final_answer], max_steps="3"), "max_steps must be a whole number"),
+    (lambda: Agent(scripted(), [final_answer], max_steps=True), "max_steps must be a whole number"),
+    (lambda: Agent(scripted(), [final_answer]).run(context='{"format": "..."}').context, "load a saved one with Context.from_json"),
 ])
 def test_an_agent_built_or_run_wrongly_says_what_to_do(make, says):
     with pytest.raises((TypeError, ValueError), match=says):
@@ -411,22 +410,22 @@ def test_a_notebook_with_only_a_verdict_and_no_question_is_refused_clearly():
 
 def test_an_empty_notebook_handed_in_still_gets_the_system_note():
     agent = Agent(scripted(answer("hi")), [final_answer], system="Be brief.")
-    assert roles(agent.run("hello", context=Context())) == [SYSTEM, USER, ASSISTANT, TOOL]
+    assert roles(agent.run("hello", context=Context()).context) == [SYSTEM, USER, ASSISTANT, TOOL]
 
 
 def test_asking_something_new_after_the_verdict_says_to_resume_first():
     pay = waiting_pay([])
     agent = Agent(scripted(Action("pay", {"amount": 5})), [pay, final_answer])
-    with pytest.raises(ValueError, match=r"the verdict is in, so resume it first with agent.run\(context=ctx\)"):
-        agent.run("and another thing", context=approve(agent.run("pay 5"), by="bob"))
+    with pytest.raises(ValueError, match=r"resume it with agent.run\(context=ctx\) once a human has approved or denied it"):
+        agent.run("and another thing", context=approve(agent.run("pay 5").context, by="bob"))
 
 
 def test_a_gated_agent_used_as_a_tool_keeps_its_notes():
     adder = Agent(scripted(Action("add", {"a": 1, "b": 1}), answer("2")), [add, final_answer], name="adder",
                   description="Adds.")
     outer = Agent(scripted(Action("adder", {"request": "1 + 1?"}), answer("done")),
-                  [gate(adder.as_tool(), lambda name, args: True), final_answer])
-    note = outer.run("?")[2]
+                  [gate(agent_tool(adder), lambda name, args: True), final_answer])
+    note = outer.run("?").context[2]
     assert note.content == "approved by a human, 2"
     assert len(note.notes) == 5  # user, assistant, tool, assistant, tool: the inner run, kept
 
@@ -437,8 +436,8 @@ def test_an_inner_agent_whose_brain_fails_still_leaves_its_run_on_record():
             return Action("add", {"a": 1, "b": 1}, "add first")
         raise ConnectionError("the model server went away")
     inner = Agent(flaky_brain, [add, final_answer], name="adder", description="Adds.")
-    outer = Agent(scripted(Action("adder", {"request": "1 + 1?"}), answer("sorry")), [inner.as_tool(), final_answer])
-    note = outer.run("?")[2]
+    outer = Agent(scripted(Action("adder", {"request": "1 + 1?"}), answer("sorry")), [agent_tool(inner), final_answer])
+    note = outer.run("?").context[2]
     assert note.error and note.content == "error: adder failed: ConnectionError: the model server went away"
     assert [m.role for m in note.notes] == [USER, ASSISTANT, TOOL]  # the add that ran is on record
 
@@ -450,16 +449,16 @@ def test_denying_a_terminal_tool_does_not_end_the_run():
         return text
     brain = scripted(Action("send", {"text": "draft"}), Action("send", {"text": "better"}))
     agent = Agent(brain, [send], max_steps=3)
-    ctx = agent.run(context=deny(agent.run("reply"), "wrong wording", by="alice"))
+    ctx = agent.run(context=deny(agent.run("reply").context, "wrong wording", by="alice")).context
     assert ctx[-2].error and ctx[-2].content == "denied by alice: wrong wording"
     assert ctx.pending is ctx.last() and ctx.pending.args == '{"text": "better"}'  # tried again, waits again
-    done = agent.run(context=approve(ctx, by="alice"))
+    done = agent.run(context=approve(ctx, by="alice")).context
     assert agent.answer(context=done) == "better"
 
 
 def test_a_final_answer_starting_like_an_error_stays_the_answer_when_handed_back():
     agent = Agent(scripted(Action("final_answer", {"answer": "error: none of that worked"})), [final_answer])
-    ctx = agent.run("?")
+    ctx = agent.run("?").context
     assert agent.answer(context=Context.from_json(ctx.to_json())) == "error: none of that worked"
 
 
@@ -470,7 +469,7 @@ def test_a_cancel_set_before_resuming_runs_nothing_not_even_the_approved_tool():
     agent = Agent(scripted(Action("pay", {"amount": 5})), [pay, final_answer])
     cancel = threading.Event()
     cancel.set()
-    steps = list(agent.steps(context=approve(agent.run("pay 5"), by="bob"), cancel=cancel))
+    steps = list(agent.steps(context=approve(agent.run("pay 5").context, by="bob"), cancel=cancel))
     assert [s.stop for s in steps] == [CANCELLED] and ran == []
 
 
@@ -478,10 +477,5 @@ def test_a_gate_refuses_the_final_answer_and_an_approver_that_does_not_say_true_
     with pytest.raises(ValueError, match="not the final answer"):
         gate(final_answer, lambda name, args: True)
     gated = Agent(scripted(Action("add", {"a": 1, "b": 2}), answer("?")), [gate(add, lambda n, a: "no"), final_answer])
-    assert gated.run("1 + 2").messages[2].content == (
+    assert gated.run("1 + 2").context[2].content == (
         "error: add failed: TypeError: the approver must answer True or False, not 'no'")
-
-
-def test_cancel_must_be_an_event():
-    with pytest.raises(TypeError, match="cancel is a threading.Event"):
-        Agent(scripted(answer("hi")), [final_answer]).run("hi", cancel=True)

@@ -1,12 +1,13 @@
 """The refund demo and the small examples run as a reader would run them, and print their stories."""
 
+import dataclasses
 import pathlib
 import subprocess
 import sys
 
 import pytest
 
-from microagent import Agent, Context, Tool, approve, final_answer, story
+from microagent import Agent, Context, approve, final_answer, story
 from microagent.demo import QUESTION, check_policy, issue_refund, look_up_order, support_agent, support_policy
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -55,7 +56,7 @@ def test_the_demo_asks_the_approver_with_the_exact_refund():
 
 
 def test_the_demo_notebook_survives_a_trip_through_json():
-    ctx = support_agent().run(QUESTION)
+    ctx = support_agent().run(QUESTION).context
     assert story(Context.from_json(ctx.to_json())) + "\n" == REFUND_STORY
 
 
@@ -78,7 +79,7 @@ def test_each_small_example_runs_offline_and_prints_its_story(example, last_line
 
 
 def test_the_demo_brain_replies_well_after_a_refund_approved_later():
-    waiting = Tool(issue_refund.name, issue_refund.description, issue_refund.fn, needs_approval=True)
+    waiting = dataclasses.replace(issue_refund, needs_approval=True)
     agent = Agent(support_policy, [look_up_order, check_policy, waiting, final_answer], name="support")
-    ctx = agent.run(context=approve(agent.run(QUESTION), by="alice"))
+    ctx = agent.run(context=approve(agent.run(QUESTION).context, by="alice")).context
     assert ctx.last().content.startswith("Good news, A1234 qualifies.")

@@ -61,7 +61,7 @@ def test_the_readme_quotes_the_true_size_of_each_core_module():
     for name, n in counts.items():
         assert f"| {name}.py | {n} |" in README, f"the README's size for {name}.py is stale: it is {n} now"
     assert f"| **the core** | **{sum(counts.values())}** |" in README
-    assert sum(counts.values()) <= 400, "the core has outgrown one sitting"
+    assert sum(counts.values()) <= 330, "the core has outgrown one sitting"
 
 
 def test_the_readme_taste_runs_and_prints_what_its_comments_say():
@@ -89,3 +89,12 @@ def test_the_code_passes_the_linter():
     pytest.importorskip("ruff")
     out = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", str(ROOT)], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout
+
+
+def test_every_public_class_says_what_it_is_in_help():
+    import microagent
+    for name in microagent.__all__:
+        thing = getattr(microagent, name)
+        if isinstance(thing, type):  # a dataclass with no docstring gets its own signature as one
+            assert thing.__doc__ and not thing.__doc__.startswith(f"{name}("), f"help({name}) says nothing"
+    assert "schema" in microagent.Tool.__doc__ and "stop" in microagent.Step.__doc__

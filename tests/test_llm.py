@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from llm_server import chunks, error, raw, reply, serve, stream_of
-from microagent import (ASSISTANT, CANCELLED, SYSTEM, TOOL, USER, Action, Agent, Context,
+from microagent import (agent_tool, ASSISTANT, CANCELLED, SYSTEM, TOOL, USER, Action, Agent, Context,
                         Message, approve, as_tool, decisions, deny, final_answer, scripted, story)
 from microagent.demo import QUESTION, check_policy, look_up_order, support_agent
 from microagent.memory import remembering
@@ -63,7 +63,7 @@ def texts(steps) -> list[str]:
 def test_the_request_is_the_notebook_as_chat_messages_and_the_tools_as_function_specs(stand_in):
     server = stand_in(reply("Adding.", calls=[("add", '{"a": 2, "b": 3}')]), reply("It is 5."))
     agent = Agent(chat_policy("tiny", server.url, stream=False), [add, final_answer], system="You add.")
-    ctx = agent.run("2 + 3?")
+    ctx = agent.run("2 + 3?").context
     # system, user, assistant, tool, assistant, tool
     assert [m.role for m in ctx] == [SYSTEM, USER, ASSISTANT, TOOL, ASSISTANT, TOOL]
     first, second = server.requests
@@ -92,7 +92,7 @@ def test_the_request_is_the_notebook_as_chat_messages_and_the_tools_as_function_
 
 def test_the_same_notebook_always_gives_the_same_request_even_after_a_save_and_load():
     ctx = Agent(scripted(Action("add", {"a": 1, "b": 2}), Action("add", {"a": 3, "b": 3}),
-                         Action("final_answer", {"answer": "6"})), [add, final_answer]).run("1 + 2 + 3?")
+                         Action("final_answer", {"answer": "6"})), [add, final_answer]).run("1 + 2 + 3?").context
     request = to_request(ctx, (add, final_answer), "tiny")
     assert request == to_request(Context.from_json(ctx.to_json()), (add, final_answer), "tiny")
     ids = [(m.get("tool_calls") or [{}])[0].get("id") or m.get("tool_call_id") for m in request["messages"][1:]]
@@ -102,23 +102,23 @@ def test_the_same_notebook_always_gives_the_same_request_even_after_a_save_and_l
 def test_a_humans_approval_travels_inside_the_tool_result_with_the_arguments_approved():
     agent = Agent(scripted(Action("pay", {"amount": 90}, "pay it"), Action("final_answer", {"answer": "ok"})),
                   [pay, final_answer])
-    paused = agent.run("pay the plumber")
-    ctx = agent.run(context=approve(paused, by="alice", args={"amount": 80}, tool=pay))
+    paused = agent.run("pay the plumber").context
+    ctx = agent.run(context=approve(paused, by="alice", args={"amount": 80}, tool=pay)).context
     messages = to_messages(ctx)
     # user, assistant (asked for 90), tool (alice approved 80), assistant, tool: no user note between
     assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant", "tool"]
     assert messages[1]["tool_calls"][0]["function"]["arguments"] == '{"amount": 90}'
     assert messages[2] == {"role": "tool", "tool_call_id": "call_1",
                            "content": 'approved by alice with {"amount": 80}: paid $80'}
-    denied = agent.run(context=deny(paused, "too much", by="bob"))
+    denied = agent.run(context=deny(paused, "too much", by="bob")).context
     assert to_messages(denied)[2] == {"role": "tool", "tool_call_id": "call_1", "content": "denied by bob: too much"}
 
 
 def test_an_out_of_steps_note_is_a_plain_assistant_message_and_inner_notes_stay_home():
     helper = Agent(scripted(Action("add", {"a": 1, "b": 1}), Action("final_answer", {"answer": "2"})),
                    [add, final_answer], name="helper", description="adds for you")
-    boss = Agent(scripted(Action("helper", {"request": "1 + 1"})), [helper.as_tool(), final_answer], max_steps=1)
-    ctx = boss.run("ask the helper")
+    boss = Agent(scripted(Action("helper", {"request": "1 + 1"})), [agent_tool(helper), final_answer], max_steps=1)
+    ctx = boss.run("ask the helper").context
     assert len(ctx[2].notes) == 5  # the helper's whole run is in the notebook...
     assert to_messages(ctx)[2:] == [  # ...but only its answer goes over the wire
         {"role": "tool", "tool_call_id": "call_1", "content": "2"},
@@ -129,7 +129,7 @@ def test_an_out_of_steps_note_is_a_plain_assistant_message_and_inner_notes_stay_
 
 def test_several_tool_calls_in_one_reply_all_run_in_order(stand_in):
     server = stand_in(reply(calls=[("add", '{"a": 1, "b": 1}'), ("add", '{"a": 2, "b": 2}')]), reply("2 and 4"))
-    ctx = Agent(chat_policy("tiny", server.url), [add, final_answer]).run("1 + 1 and 2 + 2?")
+    ctx = Agent(chat_policy("tiny", server.url), [add, final_answer]).run("1 + 1 and 2 + 2?").context
     # user, assistant, tool, assistant, tool (both calls of the first reply), assistant, tool
     assert [(m.role, m.tool or m.name, m.content) for m in ctx][1:5] == [
         (ASSISTANT, "add", ""), (TOOL, "add", "2"), (ASSISTANT, "add", ""), (TOOL, "add", "4")]
@@ -141,9 +141,9 @@ def test_the_models_mistakes_come_back_to_it_as_notes_and_it_gets_to_fix_them(st
                       reply(calls=[("subtract", '{"a": 2}')]),     # no such tool
                       reply(calls=[("add", '{"a": 2, "b": "3"}')]),  # does not fit the schema
                       reply(calls=[("add", '{"a": 2, "b": 3}')]), reply("5"))
-    ctx = Agent(chat_policy("tiny", server.url), [add, final_answer]).run("2 + 3?")
+    ctx = Agent(chat_policy("tiny", server.url), [add, final_answer]).run("2 + 3?").context
     errors = [m.content for m in ctx if m.role == TOOL][:3]
-    assert errors[0].startswith("error: the arguments are not valid JSON")
+    assert errors[0].startswith("error: bad arguments for add: the arguments are not valid JSON")
     assert errors[1] == "error: there is no tool named 'subtract'; the tools are: add, final_answer"
     assert errors[2] == "error: bad arguments for add: b must be integer, not str '3'"
     assert ctx.last().content == "5"
@@ -157,7 +157,7 @@ def test_the_models_mistakes_come_back_to_it_as_notes_and_it_gets_to_fix_them(st
 @pytest.mark.parametrize("stream", [True, False])
 def test_a_tool_name_that_is_not_text_is_an_error_note_the_model_reads(stand_in, stream):
     server = stand_in(reply(calls=[(7, '{"a": 1, "b": 1}')]), reply("gave up"))
-    ctx = Agent(chat_policy("tiny", server.url, stream=stream), [add, final_answer]).run("1 + 1?")
+    ctx = Agent(chat_policy("tiny", server.url, stream=stream), [add, final_answer]).run("1 + 1?").context
     # user, assistant (a call to no tool), tool (the error), assistant, tool
     assert (ctx[1].tool, ctx[1].args) == ("", '{"a": 1, "b": 1}')
     assert ctx[2].content == "error: there is no tool named ''; the tools are: add, final_answer"
@@ -168,7 +168,7 @@ def test_arguments_sent_as_an_object_are_written_the_same_streamed_or_whole(stan
     call = {"id": "c1", "type": "function", "function": {"name": "final_answer", "arguments": {"answer": "½ off"}}}
     whole = stand_in(raw(json.dumps({"choices": [{"message": {"role": "assistant", "tool_calls": [call]}}]})))
     streamed = stand_in(stream_of({"tool_calls": [{"index": 0, **call}]}))
-    runs = [Agent(chat_policy("tiny", s.url, stream=s is streamed), [final_answer]).run("?") for s in (whole, streamed)]
+    runs = [Agent(chat_policy("tiny", s.url, stream=s is streamed), [final_answer]).run("?").context for s in (whole, streamed)]
     assert runs[0] == runs[1]
     assert runs[0][1].args == '{"answer": "½ off"}'  # JSON text, as Action writes it: no \u escapes
 
@@ -208,7 +208,7 @@ def test_a_reply_in_words_is_the_final_answer_and_an_empty_one_is_an_error_note(
     assert to_actions({"role": "assistant", "content": "  It is 5.\n"}) == [
         Action("final_answer", {"answer": "It is 5."}, IN_WORDS)]
     server = stand_in(reply(""), reply("It is 5."))
-    ctx = Agent(chat_policy("tiny", server.url), [add, final_answer]).run("2 + 3?")
+    ctx = Agent(chat_policy("tiny", server.url), [add, final_answer]).run("2 + 3?").context
     assert ctx[1].content == "(the reply was empty)"
     assert ctx[2].content == "error: bad arguments for final_answer: missing answer (it takes: answer)"
     assert ctx.last() == Message(TOOL, "It is 5.", name="final_answer")
@@ -257,7 +257,7 @@ def test_streamed_tool_call_arguments_are_put_back_together_from_fragments(stand
                  for c in pieces if "tool_calls" in c["choices"][0]["delta"]]
     assert fragments == ["", '{"a', '": ', "12,", ' "b', '": ', "30}"]  # split mid-token
     server = stand_in(reply(calls=[("add", '{"a": 12, "b": 30}')]), reply("42"))
-    ctx = Agent(chat_policy("tiny", server.url), [add, final_answer]).run("12 + 30?")
+    ctx = Agent(chat_policy("tiny", server.url), [add, final_answer]).run("12 + 30?").context
     assert ctx[1].args == '{"a": 12, "b": 30}' and ctx[2].content == "42"
 
 
@@ -267,7 +267,7 @@ def test_streamed_calls_without_an_index_stay_apart(stand_in):
     server = stand_in(stream_of({"tool_calls": [one]}, {"tool_calls": [two]}),  # a new id: a new call
                       stream_of({"tool_calls": [one, two]}),  # two in one delta: their places tell them apart
                       reply("done"))
-    ctx = Agent(chat_policy("tiny", server.url), [add, final_answer]).run("1 + 1 and 2 + 2, twice?")
+    ctx = Agent(chat_policy("tiny", server.url), [add, final_answer]).run("1 + 1 and 2 + 2, twice?").context
     # user, then (assistant, tool) for each call: two from each streamed reply, then the answer
     assert [(m.tool, m.args) for m in ctx if m.role == ASSISTANT][:4] == [
         ("add", '{"a": 1, "b": 1}'), ("add", '{"a": 2, "b": 2}')] * 2
@@ -314,22 +314,22 @@ def office_replies(final_as_words: bool) -> list[dict]:
 
 @pytest.mark.parametrize("stream", [True, False])
 def test_the_refund_office_runs_unchanged_with_an_llm_brain(stand_in, stream):
-    by_rules = support_agent().run(QUESTION)
+    by_rules = support_agent().run(QUESTION).context
     server = stand_in(*office_replies(final_as_words=False))
     agent = support_agent(policy=chat_policy("stand-in", server.url, stream=stream))
     # the body is the same: the very same coworkers (the refund is gated anew by each office)
     assert agent.tools["look_up_order"] is look_up_order and agent.tools["check_policy"] is check_policy
     assert agent.tools["final_answer"] is final_answer
-    assert agent.run(QUESTION) == by_rules  # the same notebook, note for note
+    assert agent.run(QUESTION).context == by_rules  # the same notebook, note for note
     # and the model saw each coworker's result, the human's approval included
     assert server.requests[3]["messages"][-1] == {
         "role": "tool", "tool_call_id": "call_3", "content": "approved by a human, $79 refunded to the original card"}
 
 
 def test_a_model_that_answers_in_words_tells_a_story_of_the_same_shape(stand_in):
-    by_rules = support_agent().run(QUESTION)
+    by_rules = support_agent().run(QUESTION).context
     server = stand_in(*office_replies(final_as_words=True))
-    by_model = support_agent(policy=chat_policy("stand-in", server.url)).run(QUESTION)
+    by_model = support_agent(policy=chat_policy("stand-in", server.url)).run(QUESTION).context
     assert [(m.role, m.tool, m.name) for m in by_model] == [(m.role, m.tool, m.name) for m in by_rules]
     assert by_model.messages[:-2] == by_rules.messages[:-2]
     assert by_model.last() == by_rules.last()  # the same answer, through the same final_answer tool
@@ -543,7 +543,7 @@ def test_cancelling_mid_stream_hangs_up_and_leaves_the_notebook_whole(stand_in):
     assert steps[-1].context == Context((Message(USER, "tell me"),))  # nothing half written
     assert server.hung_up.wait(5)  # the HTTP response was closed: the server saw us go
     # the notebook goes on later, with a fresh request
-    assert agent.run(context=steps[-1].context).last().content == "Short."
+    assert agent.run(context=steps[-1].context).context.last().content == "Short."
     assert len(server.requests) == 2
 
 
@@ -572,7 +572,7 @@ def test_without_native_tools_the_tools_are_described_in_the_prompt(stand_in):
     server = stand_in(reply('Sure!\n```json\n{"tool": "add", "args": {"a": 2, "b": 3}, "reasoning": "sum it"}\n```'),
                       reply('{"tool": "final_answer", "args": {"answer": "5"}, "reasoning": "done"}'))
     agent = Agent(chat_policy("tiny", server.url, native_tools=False), [add, final_answer], system="You add.")
-    ctx = agent.run("2 + 3?")
+    ctx = agent.run("2 + 3?").context
     assert decisions(ctx) == [Action("add", {"a": 2, "b": 3}, "sum it"), Action("final_answer", {"answer": "5"}, "done")]
     first, second = server.requests
     assert "tools" not in first
@@ -596,14 +596,14 @@ def test_reading_a_json_move_is_forgiving_but_never_guesses():
 def test_a_json_move_whose_reasoning_is_null_has_no_reasoning(stand_in):
     server = stand_in(reply('{"tool": "add", "args": {"a": 1, "b": 1}, "reasoning": null}'),
                       reply('{"tool": "final_answer", "args": {"answer": "2"}, "reasoning": 7}'))
-    ctx = Agent(chat_policy("tiny", server.url, native_tools=False), [add, final_answer]).run("1 + 1?")
+    ctx = Agent(chat_policy("tiny", server.url, native_tools=False), [add, final_answer]).run("1 + 1?").context
     assert [a.reasoning for a in decisions(ctx)] == ["", ""]
     assert '  agent thought: call add with {"a": 1, "b": 1}' in story(ctx).splitlines()  # not "thought: None"
 
 
 def test_an_unreadable_json_move_becomes_an_error_note_the_model_reads(stand_in):
     server = stand_in(reply('{"tool": "add", "args": {"a": 1,}}'), reply('{"tool": "final_answer", "args": {"answer": "?"}}'))
-    ctx = Agent(chat_policy("tiny", server.url, native_tools=False), [add, final_answer]).run("1 + ?")
+    ctx = Agent(chat_policy("tiny", server.url, native_tools=False), [add, final_answer]).run("1 + ?").context
     assert ctx[2].content.startswith("error: there is no tool named ''; the tools are: add, final_answer")
     assert server.requests[1]["messages"][-1]["content"].startswith(" returned: error: there is no tool")
 
@@ -613,12 +613,12 @@ def test_an_unreadable_json_move_becomes_an_error_note_the_model_reads(stand_in)
 def test_a_recorded_live_run_replays_offline_to_the_same_notebook(stand_in, tmp_path):
     server = stand_in(*office_replies(final_as_words=True))
     path = tmp_path / "run.jsonl"
-    live = support_agent(policy=recorded(chat_policy("stand-in", server.url), path)).run(QUESTION)
+    live = support_agent(policy=recorded(chat_policy("stand-in", server.url), path)).run(QUESTION).context
     assert read_actions(path) == decisions(live)
     assert json.loads(path.read_text().splitlines()[0]) == {
         "tool": "look_up_order", "args": '{"order_id": "A1234"}', "reasoning": "let me pull up the order first"}
     server.close()  # offline from here on
-    assert support_agent(policy=replayed(path)).run(QUESTION) == live
+    assert support_agent(policy=replayed(path)).run(QUESTION).context == live
 
 
 def test_recording_keeps_step_with_the_notebook_when_a_pause_drops_an_action(tmp_path):
@@ -629,21 +629,21 @@ def test_recording_keeps_step_with_the_notebook_when_a_pause_drops_an_action(tmp
     def live(ctx, tools):
         return next(replies)
     agent = Agent(recorded(live, path), [pay, add, final_answer])
-    ctx = agent.run(context=approve(agent.run("pay 5, then add"), by="alice"))
+    ctx = agent.run(context=approve(agent.run("pay 5, then add").context, by="alice")).context
     assert [a.tool for a in read_actions(path)] == ["pay", "add", "final_answer"]
     again = Agent(replayed(path), [pay, add, final_answer])
-    assert again.run(context=approve(again.run("pay 5, then add"), by="alice")) == ctx
+    assert again.run(context=approve(again.run("pay 5, then add").context, by="alice")).context == ctx
 
 
-def test_recording_goes_outside_remembering_so_every_decision_is_kept(tmp_path):
+def test_recording_keeps_every_decision_inside_or_outside_remembering(tmp_path):
     def live():  # a brain that ignores the notebook, as a model reading only the latest notes may
         moves = iter([Action("add", {"a": n, "b": 1}) for n in range(6)] + [Action("final_answer", {"answer": "ok"})])
         return lambda ctx, tools: next(moves)
     outside, inside = tmp_path / "outside.jsonl", tmp_path / "inside.jsonl"
-    ctx = Agent(recorded(remembering(live(), keep=2), outside), [add, final_answer]).run("count")
+    ctx = Agent(recorded(remembering(live(), keep=2), outside), [add, final_answer]).run("count").context
     assert read_actions(outside) == decisions(ctx)  # all 7
     Agent(remembering(recorded(live(), inside), keep=2), [add, final_answer]).run("count")
-    assert read_actions(inside) == decisions(ctx)[-2:]  # it saw the compacted notebook: the rest is lost
+    assert read_actions(inside) == decisions(ctx)  # the summary keeps what it folded: nothing is lost
 
 
 def test_a_broken_recording_says_which_line(tmp_path):

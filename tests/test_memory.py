@@ -39,7 +39,8 @@ def test_the_middle_is_folded_and_the_head_and_the_recent_turns_stay_whole():
     assert [m.role for m in short] == [SYSTEM, USER, ASSISTANT, ASSISTANT, TOOL, ASSISTANT, TOOL]
     assert short[:2] == ctx[:2] and short[3:] == ctx[-4:]
     assert short[2] == Message(ASSISTANT, 'earlier, in 8 notes: 4 calls (step 4), no errors; '
-                                          'the last result: step returned "4"', name="memory")
+                                          'the last result: step returned "4"', name="memory", notes=ctx[2:10])
+    assert short.unfolded() == list(ctx)  # folding loses nothing: the summary keeps what it folded
     assert len(ctx) == 14  # the original is untouched: written in pen
 
 
@@ -92,7 +93,7 @@ def test_a_brain_can_write_the_summary():
         return Action("final_answer", {"answer": f"I counted {steps} times."}, "summarise")
 
     short = compact(counted(5), keep=2, summarise=summary_by(scribe))
-    assert short[2] == Message(ASSISTANT, "I counted 5 times.", name="memory")
+    assert short[2] == Message(ASSISTANT, "I counted 5 times.", name="memory", notes=counted(5)[2:12])
 
 
 def test_the_default_summary_stays_short_however_long_the_run():
@@ -138,16 +139,32 @@ def test_compact_keeps_the_rules_the_head_and_the_recent_notes(script, questions
         ctx = run_checked(agent, f"question {q}", context=ctx)
     short = compact(ctx, keep)
     check(short)
+    assert short.unfolded() == list(ctx)  # nothing lost, nothing added: only folded
     head = 2 if system else 1
     assert short[:head] == ctx[:head]  # the system note and the first question, as they were
-    folded = len(short) < len(ctx)
-    tail = short[head + 1:] if folded else short.messages
-    if folded and tail[0].role == USER and tail[0] not in ctx[-len(tail):]:
-        tail = tail[1:]  # the question being worked on, kept whole though it was folded
-    assert ctx[-len(tail):] == tail  # the recent notes, whole and in order
-    assert not folded or (short[head].name == "memory" and len(tail) >= keep)
-    latest = [m for m in ctx if m.role == USER and m.tool is None][-1]
+    last_summary = max((i for i, m in enumerate(short) if m.name == "memory"), default=head - 1)
+    recent = short[last_summary + 1:]  # the notes after the last summary: the end of the notebook, whole
+    assert ctx[len(ctx) - len(recent):] == recent and (len(recent) >= keep or short.messages == ctx.messages)
+    latest = [m for m in ctx if m.is_question][-1]
     assert latest in short.messages  # the question being worked on is never folded away
+
+
+@settings(max_examples=100, deadline=None)
+@given(budget=st.integers(1, 8), pauses=st.lists(st.integers(1, 6), max_size=4), keep=st.integers(1, 6))
+def test_the_step_budget_holds_across_compaction(budget, pauses, keep):
+    # a brain that never finishes, a run stopped and compacted again and again:
+    # it still makes exactly `budget` decisions on its question, never more
+    endless = Agent(lambda ctx, tools: Action("step", {"n": 1}), [step, final_answer], max_steps=budget)
+    ctx = Context((Message(USER, "count forever"),))
+    for stop_after in pauses:
+        for n, walked in enumerate(endless.steps(context=ctx), start=1):
+            ctx = walked.context
+            if n == stop_after:
+                break
+        ctx = compact(ctx, keep)
+    last = endless.run(context=compact(ctx, keep))
+    assert sum(m.is_decision for m in last.context.unfolded()) == budget
+    assert last.stop == "out of steps" and last.context.last().content.startswith(f"out of steps: stopped after {budget}")
 
 
 @pytest.mark.parametrize("keep", [0, 2.5, "3", None, True])
@@ -176,7 +193,9 @@ def test_in_a_conversation_the_question_being_worked_on_stays_whole():
     ctx = Context((Message(USER, "first question"),) + turn * 3 + (now,) + turn * 3)
     short = check(compact(ctx, keep=2))
     assert now in short.messages and short[0].content == "first question"
-    assert [m.role for m in short] == [USER, ASSISTANT, USER, ASSISTANT, TOOL]  # question, summary, now, last turn
+    # question, summary, now (in its place), summary of its turns so far, the last turn
+    assert [m.role for m in short] == [USER, ASSISTANT, USER, ASSISTANT, ASSISTANT, TOOL]
+    assert short.unfolded() == list(ctx)
 
 
 def test_digest_counts_errors_by_their_flag_a_denial_too():

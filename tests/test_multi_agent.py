@@ -1,7 +1,7 @@
 """Agents as coworkers: an agent used as another agent's tool, its whole run kept in the result note."""
 
 from hard_parts import run_checked
-from microagent import (ASSISTANT, DONE, TOOL, USER, Action, Agent, Message, as_tool, final_answer, scripted,
+from microagent import (agent_tool, ASSISTANT, DONE, TOOL, USER, Action, Agent, Message, as_tool, final_answer, scripted,
                         story)
 
 
@@ -18,7 +18,7 @@ def clerk(script) -> Agent:
 def manager(*asks: str, helper: Agent) -> Agent:
     script = [Action("clerk", {"request": a}, f"ask the clerk about {a}") for a in asks]
     return Agent(scripted(*script, Action("final_answer", {"answer": "done"}, "that's all")),
-                 [helper.as_tool(), final_answer], name="boss")
+                 [agent_tool(helper), final_answer], name="boss")
 
 
 def test_the_specialists_whole_run_is_nested_in_the_managers_result_note():
@@ -29,7 +29,7 @@ def test_the_specialists_whole_run_is_nested_in_the_managers_result_note():
     assert [m.role for m in ctx] == [USER, ASSISTANT, TOOL, ASSISTANT, TOOL]
     heard = ctx[2]
     assert heard.name == "clerk" and heard.content == "headphones, $79"
-    assert heard.notes == helper.run("A1234").messages  # exactly the run the clerk would make on its own
+    assert heard.notes == helper.run("A1234").context.messages  # exactly the run the clerk would make on its own
     assert story(ctx) == "\n".join([
         'you asked: "what is A1234?"',
         "  boss thought: ask the clerk about A1234",
@@ -80,10 +80,10 @@ def test_each_call_is_a_fresh_run_of_the_specialist():
 
 
 def test_a_specialist_is_offered_to_the_manager_like_any_tool():
-    tool = clerk([]).as_tool()
+    tool = agent_tool(clerk([]))
     assert (tool.name, tool.description) == ("clerk", "Looks up orders.")
     assert tool.schema == {"type": "object", "properties": {"request": {"type": "string"}}, "required": ["request"]}
-    renamed = clerk([]).as_tool(name="orders_desk", description="Ask about an order.")
+    renamed = agent_tool(clerk([]), name="orders_desk", description="Ask about an order.")
     assert (renamed.name, renamed.description) == ("orders_desk", "Ask about an order.")
     steps = list(Agent(scripted(Action("final_answer", {"answer": "ok"})), [tool, final_answer]).steps("hi"))
     assert steps[-1].stop == DONE

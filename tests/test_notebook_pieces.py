@@ -23,7 +23,7 @@ from hypothesis import given, settings, strategies as st
 
 import microagent
 from microagent import ASSISTANT, ROLES, TOOL, USER, Action, Agent, Context, Message, demo, scripted, story
-from microagent.tool import schema_of
+from microagent.schema import schema_of
 
 NOTEBOOKS = pathlib.Path(__file__).resolve().parent.parent / "notebooks"
 
@@ -282,13 +282,13 @@ def test_05_the_rebuilt_loop_writes_the_notebook_the_library_writes(nb05, script
         return
     assert [(s.context, s.action, s.result, s.stop) for s in ours[1]] == [
         (s.context, s.action, s.result, s.stop) for s in theirs[1]]
-    assert nb05["run"](brain, tools, "refund A1234?", name="support", max_steps=budget) == agent.run("refund A1234?")
+    assert nb05["run"](brain, tools, "refund A1234?", name="support", max_steps=budget) == agent.run("refund A1234?").context
 
 
 def test_05_a_stuck_brain_runs_out_of_steps_in_both(nb05):
     agent = Agent(nb05["stuck_brain"], list(nb05["tools"]), name="support", max_steps=4)
     ours = nb05["run"](nb05["stuck_brain"], nb05["tools"], "refund A1234?", name="support", max_steps=4)
-    assert ours == agent.run("refund A1234?")
+    assert ours == agent.run("refund A1234?").context
     assert ours.last() == Message(ASSISTANT, "out of steps: stopped after 4 turns without an answer", name="support")
 
 
@@ -307,8 +307,8 @@ def says_no(tool_name: str, args: dict) -> bool:
 def test_06_the_office_built_by_hand_tells_the_demos_story(nb06, approver, question):
     tools = [nb06["look_up_order"], nb06["check_policy"], microagent.gate(nb06["issue_refund"], approver),
              microagent.final_answer]
-    ours = Agent(nb06["support_policy"], tools, name="support").run(question)
-    theirs = demo.support_agent(approver).run(question)
+    ours = Agent(nb06["support_policy"], tools, name="support").run(question).context
+    theirs = demo.support_agent(approver).run(question).context
     assert ours == theirs
     assert story(ours) == story(theirs)
     assert ours.last().role == TOOL and ours.last().name == "final_answer"

@@ -3,7 +3,7 @@
 import pytest
 
 from hard_parts import run_checked
-from microagent import TOOL, Action, Agent, Message, Tool, as_tool, final_answer, gate, scripted
+from microagent import agent_tool, TOOL, Action, Agent, Message, Tool, as_tool, final_answer, gate, scripted
 from microagent.retry import hiding, retrying
 
 
@@ -78,7 +78,7 @@ def test_an_agent_used_as_a_tool_keeps_its_notes_when_retried():
             raise TimeoutError("the model took too long")
         return Action("final_answer", {"answer": "the page says hi"})
 
-    helper = Agent(brain, [final_answer], name="reader").as_tool()
+    helper = agent_tool(Agent(brain, [final_answer], name="reader"))
     note = run_checked(Agent(scripted(Action("reader", {"request": "read x.org"}),
                                       Action("final_answer", {"answer": "ok"})), [retrying(helper), final_answer]),
                        "go")[2]
@@ -169,7 +169,7 @@ def test_a_hidden_agent_used_as_a_tool_keeps_the_secret_its_brain_raised():
     def leaky(ctx, tools):
         raise RuntimeError(f"db error for {SECRET}")
     errors = []
-    inner = Agent(leaky, [final_answer], name="fetch", description="Fetch a page.").as_tool()
+    inner = agent_tool(Agent(leaky, [final_answer], name="fetch", description="Fetch a page."))
     agent = Agent(scripted(Action("fetch", {"request": "x.org"}), Action("final_answer", {"answer": "ok"})),
                   [hiding(inner, errors.append), final_answer])
     ctx = run_checked(agent, "fetch x.org")
@@ -186,7 +186,7 @@ def test_a_wrapped_agent_used_as_a_tool_keeps_its_run_when_it_fails(wrap):
             return Action("fetch", {"url": "x.org"}, "look first")
         raise RuntimeError("the brain broke")
     fetch, calls = flaky(0)
-    inner = Agent(breaks_after_one_turn, [fetch, final_answer], name="reader", description="Reads.").as_tool()
+    inner = agent_tool(Agent(breaks_after_one_turn, [fetch, final_answer], name="reader", description="Reads."))
     agent = Agent(scripted(Action("reader", {"request": "read x.org"}), Action("final_answer", {"answer": "ok"})),
                   [wrap(inner), final_answer])
     note = run_checked(agent, "go")[2]

@@ -1,0 +1,83 @@
+"""A Python function as a Tool: the JSON Schema of its arguments, read off its type hints.
+
+    @as_tool
+    def issue_refund(order_id: str, amount: float) -> str:
+        '''Refund an amount in dollars to the card the order was paid with.'''
+
+makes a Tool named issue_refund, described by its docstring, whose schema says
+it takes a string order_id and a number amount, both required. That schema is
+what a language model is shown, and what the loop checks every call against.
+This is the magic behind every framework's `@tool` decorator, in one page.
+
+It supports the hints str, int, float, bool, list[...], dict, Literal[...] and
+`X | None`; anything else is refused when the tool is made. It does not describe
+single parameters to the model (the docstring describes the whole tool).
+"""
+
+import inspect
+import types
+import typing
+from collections.abc import Callable
+from typing import Literal
+
+from microagent.tool import Tool
+
+JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", dict: "object", list: "array"}
+
+
+def as_tool(fn=None, *, name=None, description=None, terminal=False, needs_approval=False):
+    """Make a function a Tool: bare `@as_tool`, or `@as_tool(name=..., needs_approval=True)`."""
+    def make(fn):
+        if not inspect.isfunction(fn):
+            raise TypeError(f"as_tool makes a Tool from a function, not {fn!r}: put @as_tool above a def")
+        about = description or inspect.getdoc(fn)
+        if not about:
+            raise ValueError(f"the tool {fn.__name__} needs a description: give it a docstring")
+        return Tool(name or fn.__name__, about, fn, schema_of(fn), terminal, needs_approval)
+    return make if fn is None else make(fn)
+
+
+def schema_of(fn: Callable) -> dict:
+    """The JSON Schema of fn's keyword arguments.
+
+    >>> def refund(order_id: str, amount: float, notify: bool = True): ...
+    >>> schema_of(refund)["properties"]["amount"], schema_of(refund)["required"]
+    ({'type': 'number'}, ['order_id', 'amount'])
+    """
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception as e:  # a hint naming something not imported, or not a plain function
+        raise TypeError(f"{fn!r}: its type hints can't be read ({e}); a tool's function is a plain def "
+                        "with hints like str or int") from None
+    props, required = {}, []
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY):
+            raise TypeError(f"{fn.__name__}: a tool takes named parameters only, not {p}")
+        props[p.name] = _schema(hints.get(p.name), f"{fn.__name__}({p.name})")
+        if p.default is p.empty:
+            required.append(p.name)
+    return {"type": "object", "properties": props, "required": required}
+
+
+def _schema(hint, where: str) -> dict:
+    origin, inner = typing.get_origin(hint), typing.get_args(hint)
+    if hint is None:  # no annotation: anything goes
+        return {}
+    if origin is Literal:
+        kinds = {JSON_TYPES.get(type(v)) for v in inner}
+        if len(kinds) == 1 and None not in kinds:  # all values of one JSON type: say which
+            return {"type": kinds.pop(), "enum": list(inner)}
+        return {"enum": list(inner)}
+    if origin in (typing.Union, types.UnionType) and type(None) in inner and len(inner) == 2:
+        schema = _schema(next(h for h in inner if h is not type(None)), where)  # X | None: X, or null
+        if "type" in schema:
+            schema["type"] = [schema["type"], "null"]
+        if "enum" in schema:
+            schema["enum"].append(None)
+        return schema
+    if origin is list and len(inner) == 1:
+        return {"type": "array", "items": _schema(inner[0], where)}
+    if hint in JSON_TYPES or origin is dict:
+        return {"type": JSON_TYPES[origin or hint]}
+    raise TypeError(f"{where}: the hint {hint!r} is not one a tool supports "
+                    "(str, int, float, bool, list[...], dict, Literal[...], X | None)")
