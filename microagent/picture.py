@@ -43,13 +43,16 @@ NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 class Picture:
     svg: str                    # the whole picture, as SVG text
     lanes: tuple[str, ...]      # the lanes' names, left to right
-    rows: int
+    rows: int                   # one per note (notes inside notes too), and one per mark of a wait
+    width: int                  # in pixels: grows with the lanes
+    height: int                 # in pixels: grows with the rows
 
     def _repr_svg_(self) -> str:  # Jupyter shows an object with this method as the picture
         return self.svg
 
     def __repr__(self) -> str:
-        return f"<picture of {self.rows} rows across {len(self.lanes)} lanes: {', '.join(self.lanes)}>"
+        return (f"<picture, {self.width} x {self.height} px: {self.rows} rows across "
+                f"{len(self.lanes)} lanes ({', '.join(self.lanes)})>")
 
     def save(self, path) -> None:
         """Write the picture to an .svg file."""
@@ -74,7 +77,8 @@ def draw(ctx: Context | tuple[Message, ...]) -> Picture:
     svg += [_lane(*lanes[key], x[key], height) for key in lanes]
     svg += [_row(HEAD + ROW * r, row, x, width) for r, row in enumerate(rows)]
     svg.append("</svg>")
-    return Picture("\n".join(svg) + "\n", tuple(name for name, what in lanes.values()), len(rows))
+    names = tuple(name for name, what in lanes.values())
+    return Picture("\n".join(svg) + "\n", names, len(rows), width, height)
 
 
 def _walk(notes: tuple[Message, ...], asker: str, agent: str, prefix: str, lanes: dict, rows: list) -> None:
