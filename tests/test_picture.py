@@ -237,3 +237,15 @@ def test_the_pictures_the_readme_shows_are_what_the_script_draws_today(tmp_path)
         assert (tmp_path / name).read_text() == (ROOT / "docs" / name).read_text(), (
             f"docs/{name} is stale: run python examples/draw_runs.py")
     assert "![" in (ROOT / "README.md").read_text() and "docs/refund_run.svg" in (ROOT / "README.md").read_text()
+
+
+def test_notebook_06_shows_the_refund_runs_as_they_are_drawn_today():
+    # the notebook test compares only the text under a cell, so the pictures are checked here
+    notebook = json.loads((ROOT / "notebooks" / "06_refund_demo.ipynb").read_text())
+    shown = ["".join(out["data"]["image/svg+xml"]) for cell in notebook["cells"] for out in cell.get("outputs", [])
+             if "image/svg+xml" in out.get("data", {})]
+    paused = paused_refund()
+    refused = run_checked(office, context=deny(paused, "the customer must return the item first", by="alice"))
+    assert shown == [(ROOT / "docs" / "refund_run.svg").read_text(), draw(refused).svg], (
+        "notebook 06's pictures are stale: python tests/test_notebooks.py notebooks/06_refund_demo.ipynb")
+    assert shown[0] == draw(run_checked(office, context=approve(paused, by="alice"))).svg
