@@ -14,8 +14,8 @@ wrote to itself. An agent used as a tool gets a lane of its own, and its run
 is drawn between the call and its answer, with its own tools beside it.
 
 Long runs stay readable: every row has the same height, so the picture grows
-downward, never wider; a label is cut to fit between its lanes, and the whole
-text is in a tooltip (hover over the row).
+downward, never wider; a label is cut to fit on its row, and the whole text
+is in a tooltip (hover over the row).
 
 Every piece of text is escaped: what a model or a tool wrote stays text, never
 markup. It only reads the notebook; it does not check that the notes make a
@@ -23,6 +23,7 @@ sensible story (see microagent.invariants), and it does not lay out a run that
 uses dozens of different tools in less width than dozens of lanes.
 """
 
+import os
 import re
 from dataclasses import dataclass
 from xml.sax.saxutils import escape
@@ -34,8 +35,8 @@ LANE, ROW, HEAD, GUTTER = 160, 26, 52, 44  # pixels: a lane's width, a row's hei
 CHAR = 6.6  # the width of one character of the 11px monospace font, so labels can be cut to fit
 COLORS = {"question": "#222", "call": "#1f5fa8", "result": "#666", "error": "#c0392b",
           "approved": "#fff3cd", "denied": "#f8d7da", "waiting": "#ffe8a1", "note": "#eeeeee"}
-# subtle: XML may not hold these characters even escaped (NUL, most control codes, a lone surrogate)
 HALO = 'stroke="white" stroke-width="3" paint-order="stroke"'  # text stays readable over a lifeline
+# subtle: XML may not hold these characters even escaped (NUL, most control codes, a lone surrogate)
 NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
@@ -54,7 +55,7 @@ class Picture:
         return (f"<picture, {self.width} x {self.height} px: {self.rows} rows across "
                 f"{len(self.lanes)} lanes ({', '.join(self.lanes)})>")
 
-    def save(self, path) -> None:
+    def save(self, path: str | os.PathLike) -> None:
         """Write the picture to an .svg file."""
         with open(path, "w", encoding="utf-8") as f:
             f.write(self.svg)
@@ -66,7 +67,8 @@ def draw(ctx: Context | tuple[Message, ...]) -> Picture:
         raise TypeError("draw takes a Context, not its JSON text: load it with Context.from_json(text)")
     notes = tuple(ctx)
     agent = next((m.name for m in notes if m.role == ASSISTANT and m.name), "agent")
-    lanes = {"person": ("person", "asks"), "agent": (agent, "agent")}  # key -> (name, what it is)
+    # key -> (name, what it is); a tool's key is its agent's key, "/", its name: "agent/look_up_order"
+    lanes = {"person": ("person", "asks"), "agent": (agent, "agent")}
     rows = []  # (number, kind, from lane, to lane or None for a band, label, tooltip)
     _walk(notes, "person", "agent", "", lanes, rows)
     width, height = GUTTER + LANE * len(lanes), HEAD + ROW * len(rows) + 8
@@ -132,7 +134,9 @@ def _lane(name: str, what: str, middle: int, height: int) -> str:
 def _row(top: int, row: tuple, x: dict, width: int) -> str:
     """A row: its number, then an arrow from lane to lane with its label, or a band across the picture."""
     number, kind, start, end, label, tooltip = row
-    out = f'<g class="{kind}"><title>{_text(tooltip)}</title><text x="4" y="{top + 17}" fill="#999">{number}</text>'
+    out = (f'<g class="{kind}"><title>{_text(tooltip)}</title>'
+           f'<rect y="{top}" width="{width}" height="{ROW}" fill-opacity="0"/>'  # so all the row shows the tooltip
+           f'<text x="4" y="{top + 17}" fill="#999">{number}</text>')
     if end is None:
         dashed = ' stroke-dasharray="4 2"' if kind == "waiting" else ""
         return out + (f'<rect x="{GUTTER}" y="{top + 3}" width="{width - GUTTER - 4}" height="{ROW - 6}" rx="3" '

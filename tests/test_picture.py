@@ -236,7 +236,10 @@ def test_the_pictures_the_readme_shows_are_what_the_script_draws_today(tmp_path)
     for name in ("refund_run.svg", "long_run.svg"):
         assert (tmp_path / name).read_text() == (ROOT / "docs" / name).read_text(), (
             f"docs/{name} is stale: run python examples/draw_runs.py")
-    assert "![" in (ROOT / "README.md").read_text() and "docs/refund_run.svg" in (ROOT / "README.md").read_text()
+    readme = (ROOT / "README.md").read_text()
+    assert "](docs/refund_run.svg)" in readme
+    long_size = out.stdout.splitlines()[1].removeprefix("long_run.svg: ")  # "81 rows, 684 x 2166 px"
+    assert f"40-step run, {long_size}" in readme.replace("\n", " "), "the README's size of the long run is stale"
 
 
 def test_notebook_06_shows_the_refund_runs_as_they_are_drawn_today():
