@@ -49,6 +49,11 @@ def read(svg: str) -> tuple[list[tuple[str, str]], list[tuple]]:
     return lanes, rows
 
 
+def texts(svg: str) -> list[str]:
+    """Every text and tooltip in a picture, as a reader's browser would show it."""
+    return [e.text or "" for e in ET.fromstring(svg).iter() if e.tag in (f"{SVG}text", f"{SVG}title")]
+
+
 def paused_refund() -> Context:
     return run_checked(office, QUESTION)
 
@@ -77,17 +82,17 @@ def test_the_mark_says_who_decided_and_the_arguments_a_human_changed():
 
 
 def test_a_paused_run_ends_with_a_mark_that_it_waits_for_a_human():
-    lanes, rows = read(draw(paused_refund()).svg)
+    svg = draw(paused_refund()).svg
+    lanes, rows = read(svg)
     assert rows[-2:] == [("5", "call", "support", "issue_refund"), ("", "waiting", None, None)]
-    assert 'waiting for a human to decide on issue_refund {"order_id": "A1234", "amount": 79}' in texts(
-        draw(paused_refund()).svg)
+    assert 'waiting for a human to decide on issue_refund {"order_id": "A1234", "amount": 79}' in texts(svg)
 
 
 def test_a_denial_is_marked_with_who_said_no_and_why_and_its_result_is_an_error():
-    ctx = run_checked(office, context=deny(paused_refund(), "return the item first", by="bob"))
-    lanes, rows = read(draw(ctx).svg)
+    svg = draw(run_checked(office, context=deny(paused_refund(), "return the item first", by="bob"))).svg
+    lanes, rows = read(svg)
     assert rows[6:8] == [("6", "denied", None, None), ("7", "error", "issue_refund", "support")]
-    assert "waited for a human: bob denied issue_refund: return the item first" in texts(draw(ctx).svg)
+    assert "waited for a human: bob denied issue_refund: return the item first" in texts(svg)
 
 
 def as_coworker(agent: Agent, name: str) -> Tool:
@@ -118,11 +123,6 @@ def test_an_inner_agent_has_its_own_lane_and_its_run_is_drawn_between_the_call_a
                     ("2.4", "result", "final_answer (a tool of clerk)", "clerk"),
                     ("2", "result", "clerk", "boss"),
                     ("3", "call", "boss", "final_answer (tool)"), ("4", "result", "final_answer (tool)", "boss")]
-
-
-def texts(svg: str) -> list[str]:
-    """Every text and tooltip in a picture, as a reader's browser would show it."""
-    return [e.text or "" for e in ET.fromstring(svg).iter() if e.tag in (f"{SVG}text", f"{SVG}title")]
 
 
 def test_what_a_model_or_a_tool_wrote_stays_text_never_markup():
@@ -170,7 +170,10 @@ def test_any_notes_make_a_well_formed_picture_with_every_text_in_its_tooltip(mad
              "said": lambda c, n: Message(ASSISTANT, c, name=n),
              "verdict": lambda c, n: Message(USER, c, name=n, tool="t")}
     ctx = Context(tuple(kinds[kind](content, name) for kind, content, name in made))
-    seen = "\n".join(texts(draw(ctx).svg))
+    picture = draw(ctx)
+    waits = ctx.last() is not None and ctx.last().is_decision  # a decision nothing answered gets a mark
+    assert picture.rows == sum(1 + len(m.notes) for m in ctx) + waits
+    seen = "\n".join(texts(picture.svg))
     for m in ctx:
         # subtle: XML reads a carriage return as a newline, so a tooltip shows it as one
         shown = "".join(c if c in "\t\n\r" or " " <= c <= "\ud7ff" or "\ue000" <= c <= "\ufffd" or c > "\uffff"
