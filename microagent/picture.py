@@ -63,8 +63,9 @@ class Picture:
 
 def draw(ctx: Context | tuple[Message, ...]) -> Picture:
     """The notebook as a sequence diagram: a lane for each one in the run, a row for each note."""
-    if isinstance(ctx, (str, bytes)):
-        raise TypeError("draw takes a Context, not its JSON text: load it with Context.from_json(text)")
+    if not (isinstance(ctx, Context) or (isinstance(ctx, tuple) and all(isinstance(m, Message) for m in ctx))):
+        raise TypeError(f"draw takes a Context, not a {type(ctx).__name__}: a Step's is step.context, "
+                        "and saved JSON text loads with Context.from_json(text)")
     notes = tuple(ctx)
     agent = next((m.name for m in notes if m.role == ASSISTANT and m.name), "agent")
     # key -> (name, what it is); a tool's key is its agent's key, "/", its name: "agent/look_up_order"

@@ -227,9 +227,14 @@ def test_saved_as_a_file_it_is_the_same_picture(tmp_path):
     assert (tmp_path / "run.svg").read_text(encoding="utf-8") == picture.svg
 
 
-def test_json_text_is_refused_with_a_way_to_load_it():
-    with pytest.raises(TypeError, match=r"Context.from_json\(text\)"):
+def test_what_is_not_a_notebook_is_refused_with_the_way_to_get_one():
+    with pytest.raises(TypeError, match=r"not a str: .*Context.from_json\(text\)"):
         draw(paused_refund().to_json())
+    for step in office.steps(QUESTION):
+        pass
+    with pytest.raises(TypeError, match=r"not a Step: a Step's is step.context"):
+        draw(step)
+    assert draw(step.context).svg == draw(step.context.messages).svg  # the notes alone draw the same
 
 
 def test_the_pictures_the_readme_shows_are_what_the_script_draws_today(tmp_path):
