@@ -1,0 +1,71 @@
+"""Two runs drawn as pictures: the refund a human approves, and a long run of 40 steps.
+
+    python examples/draw_runs.py            # writes docs/refund_run.svg and docs/long_run.svg
+    python examples/draw_runs.py FOLDER     # writes them into FOLDER instead
+
+The refund is notebook 06's: the refund tool waits for a human, alice approves
+it, and the run goes on. The long run is a clerk who looks up 39 orders one by
+one (one of them unknown, so its arrow comes back red) and then answers: it
+shows what a long run looks like, the same width as a short one, only taller.
+The README shows these files; a test checks they are what this script writes.
+"""
+
+import pathlib
+import sys
+
+from microagent import Action, Agent, Context, Tool, approve, as_tool, final_answer
+from microagent.demo import QUESTION, check_policy, issue_refund, look_up_order, support_policy
+from microagent.picture import draw
+
+ORDER_IDS = [f"A{1200 + i}" for i in range(39)]
+STATES = ("delivered", "shipped", "delivered, reported defective")
+
+
+def refund_run() -> Context:
+    """Notebook 06's refund: paused before the refund, approved by alice, finished."""
+    waiting_refund = Tool(issue_refund.name, issue_refund.description, issue_refund.fn, needs_approval=True)
+    office = Agent(support_policy, [look_up_order, check_policy, waiting_refund, final_answer], name="support")
+    for paused in office.steps(QUESTION):
+        pass
+    for step in office.steps(context=approve(paused.context, by="alice")):
+        pass
+    return step.context
+
+
+@as_tool
+def order_state(order_id: str) -> str:
+    """Where an order is now."""
+    number = int(order_id[1:])
+    if number == 1213:
+        raise KeyError(order_id)  # an order the system has never heard of
+    return f"{order_id}: {STATES[number % 3]}"
+
+
+def clerk_policy(ctx: Context, tools) -> Action:
+    """Look up each order in turn, then name the defective ones."""
+    results = [m for m in ctx if m.is_result]
+    if len(results) < len(ORDER_IDS):
+        order_id = ORDER_IDS[len(results)]
+        return Action("order_state", {"order_id": order_id}, f"next, {order_id}")
+    defective = [m.content.split(":")[0] for m in results if "defective" in m.content]
+    return Action("final_answer", {"answer": f"{len(defective)} defective: {', '.join(defective)}"}, "all looked up")
+
+
+def long_run() -> Context:
+    """A clerk's 40 steps: 39 look-ups and the answer."""
+    clerk = Agent(clerk_policy, [order_state, final_answer], name="clerk", max_steps=40)
+    for step in clerk.steps(f"Which of orders {ORDER_IDS[0]} to {ORDER_IDS[-1]} are defective?"):
+        pass
+    return step.context
+
+
+def main(folder: pathlib.Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, ctx in (("refund_run", refund_run()), ("long_run", long_run())):
+        picture = draw(ctx)
+        picture.save(folder / f"{name}.svg")
+        print(f"{name}.svg: {picture.rows} rows, {picture.width} x {picture.height} px")
+
+
+if __name__ == "__main__":
+    main(pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parent.parent / "docs")
