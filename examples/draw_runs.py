@@ -10,10 +10,11 @@ shows what a long run looks like, the same width as a short one, only taller.
 The README shows these files; a test checks they are what this script writes.
 """
 
+import dataclasses
 import pathlib
 import sys
 
-from microagent import Action, Agent, Context, Tool, approve, as_tool, final_answer
+from microagent import Action, Agent, Context, approve, as_tool, final_answer
 from microagent.demo import QUESTION, check_policy, issue_refund, look_up_order, support_policy
 from microagent.picture import draw
 
@@ -23,7 +24,7 @@ STATES = ("delivered", "shipped", "delivered, reported defective")
 
 def refund_run() -> Context:
     """Notebook 06's refund: paused before the refund, approved by alice, finished."""
-    waiting_refund = Tool(issue_refund.name, issue_refund.description, issue_refund.fn, needs_approval=True)
+    waiting_refund = dataclasses.replace(issue_refund, needs_approval=True)
     office = Agent(support_policy, [look_up_order, check_policy, waiting_refund, final_answer], name="support")
     for paused in office.steps(QUESTION):
         pass

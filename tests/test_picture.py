@@ -1,5 +1,6 @@
 """A run drawn as a picture: well-formed SVG whose lanes and arrows are the notebook's notes, every text escaped."""
 
+import dataclasses
 import json
 import pathlib
 import subprocess
@@ -10,7 +11,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from hard_parts import run_checked
-from microagent import (ASSISTANT, TOOL, USER, Action, Agent, Context, Message, Tool, approve, as_tool, deny,
+from microagent import (agent_tool, ASSISTANT, TOOL, USER, Action, Agent, Context, Message, Tool, approve, as_tool, deny,
                         final_answer, scripted)
 from microagent.demo import QUESTION, check_policy, issue_refund, look_up_order, support_policy
 from microagent.picture import CHAR, HEAD, ROW, draw
@@ -19,7 +20,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 SVG = "{http://www.w3.org/2000/svg}"
 BANDS = ("approved", "denied", "waiting", "note")
 
-waiting_refund = Tool(issue_refund.name, issue_refund.description, issue_refund.fn, needs_approval=True)
+waiting_refund = dataclasses.replace(issue_refund, needs_approval=True)
 office = Agent(support_policy, [look_up_order, check_policy, waiting_refund, final_answer], name="support")
 
 
@@ -95,21 +96,13 @@ def test_a_denial_is_marked_with_who_said_no_and_why_and_its_result_is_an_error(
     assert "waited for a human: bob denied issue_refund: return the item first" in texts(svg)
 
 
-def as_coworker(agent: Agent, name: str) -> Tool:
-    """An agent used as a tool, its whole run kept in the result note (as in notebook 08)."""
-    def ask(request: str) -> Message:
-        answer = run_checked(agent, request)
-        return Message(TOOL, answer.last().content, name=name, notes=answer.messages)
-    return Tool(name, f"ask {agent.name}", ask)
-
-
 def test_an_inner_agent_has_its_own_lane_and_its_run_is_drawn_between_the_call_and_its_answer():
     clerk = Agent(scripted(Action("look_up_order", {"order_id": "A1234"}, "look it up"),
                            Action("final_answer", {"answer": "headphones, $79"}, "report")),
                   [look_up_order, final_answer], name="clerk")
     boss = Agent(scripted(Action("clerk", {"request": "what is A1234?"}, "ask the clerk"),
                           Action("final_answer", {"answer": "done"}, "that's all")),
-                 [as_coworker(clerk, "clerk"), final_answer], name="boss")
+                 [agent_tool(clerk, "clerk"), final_answer], name="boss")
     lanes, rows = read(draw(run_checked(boss, "look into A1234")).svg)
     assert lanes == [("person", "asks"), ("boss", "agent"), ("clerk", "agent used as a tool"),
                      ("look_up_order", "a tool of clerk"), ("final_answer", "a tool of clerk"),
