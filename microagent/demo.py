@@ -5,10 +5,12 @@
 
 The brain here is a plain function that reads the notebook and picks the next
 move by rules: no model, so the run is the same every time. Swap it for an LLM
-brain (microagent.llm) and the tools, the agent and the story stay the same.
+brain (microagent.llm) or a trained one (microagent.learned) and the tools, the
+agent and the story stay the same.
 
 It does not look anything up for real: the orders and the policy are a small
-dict, so the demo runs offline.
+dict, so the demo runs offline. `support_agent(orders=...)` puts another order
+table in the office (microagent.learned makes up many).
 """
 
 import argparse

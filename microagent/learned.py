@@ -24,14 +24,18 @@ example, and training would take minutes instead of seconds; and one hidden
 layer's gradients are a few lines, so the reader sees exactly what backprop does.
 
 What it leaves out: numpy, batches, momentum, any model of language. It sees
-only the last note of the notebook (see `features`), so it cannot learn moves
-that depend on anything earlier.
+only the last note of the notebook (see `features`): it never reads what the
+question asks, and it cannot learn a move that depends on anything earlier.
+No file format of its own either: a Net is plain lists, so
+`json.dumps(dataclasses.asdict(net))` saves it and `Net(**json.loads(text))`
+loads it back.
 """
 
 import json
 import math
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from microagent.agent import DONE, Agent, Step
@@ -102,7 +106,7 @@ def features(ctx: Context) -> list[str]:
     return [f"last: {last.name}"] + (["last: an error"] if last.error else []) + [f"word: {w}" for w in words]
 
 
-def pairs(ctx: Context, see=features) -> list[tuple[list[str], str]]:
+def pairs(ctx: Context, see: Callable[[Context], list[str]] = features) -> list[tuple[list[str], str]]:
     """(what the brain could see, the tool it picked), for every decision in a notebook."""
     return [(see(Context(ctx.messages[:i])), m.tool) for i, m in enumerate(ctx) if m.is_decision]
 
@@ -183,6 +187,7 @@ def train(net: Net, data: list[tuple[list[str], str]], epochs: int = 10, lr: flo
             h, p = forward(net, x)
             # backward: how the loss -log(p[y]) moves with each score, then with each hidden unit
             dz = [pk - (k == y) for k, pk in enumerate(p)]  # softmax and this loss together: just p, minus 1 at y
+            # subtle: dh is worked out from w2 as it was in the forward pass, before the step below moves it
             dh = [(1 - hj * hj) * sum(dz[k] * net.w2[k][j] for k in range(len(dz)))  # back through tanh
                   for j, hj in enumerate(h)]
             # plain gradient descent: every weight takes a small step against its gradient
@@ -216,7 +221,7 @@ def arguments(ctx: Context, tool: Tool | None) -> dict:
     return {name: values[name] for name in takes if values.get(name) is not None}
 
 
-def brain(net: Net, see=features):
+def brain(net: Net, see: Callable[[Context], list[str]] = features):
     """The trained network as a Policy: it picks the tool it finds most likely; `arguments` fills the rest."""
     def policy(ctx: Context, tools) -> Action:
         p = forward(net, encode(net, see(ctx)))[1]
@@ -241,6 +246,7 @@ def right(case: Case, last: Step) -> bool:
     """Did the run end with an answer, and refund exactly the price if and only if it should have?"""
     order_id, item, price, state = case.order
     due = [price] if order_id in case.question and "defective" in state and case.yes else []
+    # money went out for a refund decision whose result (the next note, behind the gate) is not an error
     done = [json.loads(m.args)["amount"] for i, m in enumerate(last.context.messages[:-1])
             if m.is_decision and m.tool == "issue_refund" and not last.context[i + 1].error]
     return last.stop == DONE and done == due

@@ -1,6 +1,8 @@
 """The brain you train yourself: learned from the office's notebooks, dropped into the same office."""
 
+import contextlib
 import dataclasses
+import io
 import json
 import os
 import pathlib
@@ -13,7 +15,7 @@ from hypothesis import given, settings, strategies as st
 from microagent import DONE, OUT_OF_STEPS, PAUSED, Agent, Context, Tool, approve, deny, final_answer
 from microagent.demo import QUESTION, check_policy, issue_refund, look_up_order, support_agent, support_policy
 from microagent.invariants import check
-from microagent.learned import (Case, arguments, brain, cases, features, guessing, loss, network, pairs, right, serve,
+from microagent.learned import (Case, Net, arguments, brain, cases, features, guessing, loss, network, pairs, right, serve,
                                 success_rate, train)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -192,6 +194,12 @@ def test_mistakes_in_training_say_what_to_do():
         train(net, [(["last: the question"], "final_answer")])
 
 
+def test_a_trained_network_saves_as_json_and_loads_back_the_same_brain(net):
+    loaded = Net(**json.loads(json.dumps(dataclasses.asdict(net))))
+    assert loaded == net
+    assert serve(DEMO_CASE, brain(loaded)).context == serve(DEMO_CASE, brain(net)).context
+
+
 def test_a_feature_the_network_never_saw_is_ignored(net):
     policy = brain(net)
     ctx = serve(DEMO_CASE).context
@@ -199,3 +207,20 @@ def test_a_feature_the_network_never_saw_is_ignored(net):
     odd = dataclasses.replace(ctx[2], content=ctx[2].content + " zebra quokka")  # words it never saw
     assert "word: zebra" in features(Context(ctx.messages[:2] + (odd,)))
     assert policy(Context(ctx.messages[:2] + (odd,)), ()) == plain
+
+
+def test_the_readme_example_runs_and_its_comments_are_true():
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Swap the brain: a network you train yourself"):]
+    block = section[section.index("```python\n") + len("```python\n"):section.index("```\n", 10)]
+    code = "\n".join(line for line in block.splitlines() if not line.startswith("# "))
+    promised = [line[2:] for line in block.splitlines() if line.startswith("# ")]
+    printed, names = io.StringIO(), {}
+    with contextlib.redirect_stdout(printed):
+        exec(compile(code, "README.md", "exec"), names)
+    assert printed.getvalue().splitlines() == promised
+    net, losses = names["net"], names["losses"]
+    assert "# 53 inputs, 8 hidden units, 4 outputs (one per tool): 468 weights" in block
+    assert (len(net.inputs), len(net.b1), len(net.outputs), net.size()) == (53, 8, 4, 468)
+    assert "the loss falls from 1.6 to 0.0014" in block
+    assert f"{loss(network(names['data']), names['data']):.1f}" == "1.6" and f"{losses[-1]:.4f}" == "0.0014"
