@@ -238,3 +238,12 @@ def test_the_readme_example_runs_and_its_comments_are_true():
     assert (len(net.inputs), len(net.b1), len(net.outputs), net.size()) == (53, 8, 4, 468)
     assert "the loss falls from 1.6 to 0.0014" in block
     assert f"{loss(network(names['data']), names['data']):.1f}" == "1.6" and f"{losses[-1]:.4f}" == "0.0014"
+
+
+def test_the_module_stays_as_small_as_notebook_13_says():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import size  # benchmarks/size.py, the counter the README quotes
+
+    notebook = (ROOT / "notebooks" / "13_train_a_brain.ipynb").read_text()
+    assert "under 150 lines of code" in notebook
+    assert size.code_lines(ROOT / "microagent" / "learned.py") < 150
