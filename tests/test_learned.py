@@ -247,3 +247,22 @@ def test_the_module_stays_as_small_as_notebook_13_says():
     notebook = (ROOT / "notebooks" / "13_train_a_brain.ipynb").read_text()
     assert "under 150 lines of code" in notebook
     assert size.code_lines(ROOT / "microagent" / "learned.py") < 150
+
+
+def test_the_example_trains_a_brain_and_runs_the_office_with_it():
+    out = subprocess.run([sys.executable, str(ROOT / "examples" / "trained_brain.py")], capture_output=True,
+                         text=True, cwd=ROOT.parent, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "trained on 327 pairs from 100 notebooks: 468 weights, loss 0.019 -> 0.0014"
+    assert lines[1:] == [
+        'you asked: "Can I get a refund for order A1234? It arrived broken."',
+        "  support thought: the network is 100% sure",
+        "    -> look_up_order returned: A1234, Wireless Headphones, $79, delivered, reported defective",
+        "  support thought: the network is 100% sure",
+        "    -> check_policy returned: eligible, within the 30 day window and reported defective",
+        "  support thought: the network is 100% sure",
+        "    -> issue_refund returned: approved by a human, $79 refunded to the original card",
+        "  support thought: the network is 100% sure",
+        "    -> final_answer returned: Done: $79 is on its way back to your card.",
+    ]
