@@ -14,14 +14,13 @@ import statistics
 import time
 
 from microagent.demo import support_policy
-from microagent.learned import brain, cases, guessing, network, pairs, right, serve, success_rate, train
+from microagent.learned import brain, cases, guessing, network, owed, pairs, right, serve, success_rate, train
 
 
 def rates(policy, held_out) -> tuple[float, float, float]:
     """The share served right: of all customers, of those owed a refund, of those who are not."""
-    owed = [c for c in held_out if c.order[0] in c.question and "defective" in c.order[3] and c.yes]
-    not_owed = [c for c in held_out if c not in owed]
-    return tuple(sum(right(c, serve(c, policy)) for c in group) / len(group) for group in (held_out, owed, not_owed))
+    groups = (held_out, [c for c in held_out if owed(c)], [c for c in held_out if not owed(c)])
+    return tuple(sum(right(c, serve(c, policy)) for c in group) / len(group) for group in groups)
 
 
 def trained_on(n: int, seed: int):

@@ -242,10 +242,15 @@ def guessing(seed: int = 0):
     return policy
 
 
-def right(case: Case, last: Step) -> bool:
-    """Did the run end with an answer, and refund exactly the price if and only if it should have?"""
+def owed(case: Case) -> bool:
+    """Is this customer owed a refund: a defective order, named right, and a human who says yes?"""
     order_id, item, price, state = case.order
-    due = [price] if order_id in case.question and "defective" in state and case.yes else []
+    return order_id in case.question and "defective" in state and case.yes
+
+
+def right(case: Case, last: Step) -> bool:
+    """Did the run end with an answer, and refund exactly the price if and only if it was owed?"""
+    due = [case.order[2]] if owed(case) else []
     # money went out for a refund decision whose result (the next note, behind the gate) is not an error
     done = [json.loads(m.args)["amount"] for i, m in enumerate(last.context.messages[:-1])
             if m.is_decision and m.tool == "issue_refund" and not last.context[i + 1].error]

@@ -15,8 +15,8 @@ from hypothesis import given, settings, strategies as st
 from microagent import DONE, OUT_OF_STEPS, PAUSED, Agent, Context, Tool, approve, deny, final_answer
 from microagent.demo import QUESTION, check_policy, issue_refund, look_up_order, support_agent, support_policy
 from microagent.invariants import check
-from microagent.learned import (Case, Net, arguments, brain, cases, features, guessing, loss, network, pairs, right, serve,
-                                success_rate, train)
+from microagent.learned import (Case, Net, arguments, brain, cases, features, guessing, loss, network, owed, pairs,
+                                right, serve, success_rate, train)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DEMO_CASE = Case(QUESTION, ("A1234", "Wireless Headphones", 79, "delivered, reported defective"), yes=True)
@@ -55,9 +55,9 @@ def test_the_made_up_customers_are_the_same_for_a_seed_and_mixed():
     assert cases(50, seed=3) == cases(50, seed=3) and cases(50, seed=3) != cases(50, seed=4)
     made = cases(300, seed=3)
     typos = [c for c in made if c.order[0] not in c.question]
-    owed = [c for c in made if right(c, serve(c)) and any(m.name == "issue_refund" and not m.error
-                                                            for m in serve(c).context)]
-    assert 20 < len(typos) < 80 and 50 < len(owed) < 150  # some of each kind, none dominant
+    due = [c for c in made if owed(c)]
+    assert 20 < len(typos) < 80 and 50 < len(due) < 150  # some of each kind, none dominant
+    assert all(right(c, serve(c)) for c in made)  # the teacher serves them all right
     assert any(not c.yes for c in made) and any("defective" not in c.order[3] for c in made)
 
 
@@ -98,10 +98,10 @@ def test_held_out_customers_are_served_right_at_the_measured_rate(net):
     assert success_rate(brain(net), held_out) >= 0.95  # measured: 100% (benchmarks/learned_brain.py)
     assert success_rate(guessing(0), held_out) < 0.75  # measured: about 59%
     # the hard part: customers owed a refund, where guessing almost never gets it right
-    owed = [c for c in held_out if c.order[0] in c.question and "defective" in c.order[3] and c.yes]
-    assert len(owed) > 40
-    assert success_rate(brain(net), owed) >= 0.95  # measured: 100%
-    assert success_rate(guessing(0), owed) < 0.4  # measured: about 12%
+    due = [c for c in held_out if owed(c)]
+    assert len(due) > 40
+    assert success_rate(brain(net), due) >= 0.95  # measured: 100%
+    assert success_rate(guessing(0), due) < 0.4  # measured: about 12%
 
 
 def test_the_trained_brain_runs_the_demo_office_unchanged(net):
