@@ -13,7 +13,8 @@ import argparse
 import statistics
 import time
 
-from microagent.demo import support_policy
+from microagent.context import Context
+from microagent.demo import support_agent, support_policy
 from microagent.learned import brain, cases, guessing, network, owed, pairs, right, serve, success_rate, train
 
 
@@ -21,6 +22,14 @@ def rates(policy, held_out) -> tuple[float, float, float]:
     """The share served right: of all customers, of those owed a refund, of those who are not."""
     groups = (held_out, [c for c in held_out if owed(c)], [c for c in held_out if not owed(c)])
     return tuple(sum(right(c, serve(c, policy)) for c in group) / len(group) for group in groups)
+
+
+def decision_time(policy, situations: list[Context], tools: tuple) -> float:
+    """Seconds the brain takes to pick a move, on average over these notebooks."""
+    start = time.perf_counter()
+    for ctx in situations:
+        policy(ctx, tools)
+    return (time.perf_counter() - start) / len(situations)
 
 
 def trained_on(n: int, seed: int):
@@ -63,6 +72,14 @@ def main() -> None:
         measured = [rates(p, held_out) for p in policies]
         means = [statistics.mean(m[i] for m in measured) for i in range(3)]
         print(f"| {name} | " + " | ".join(f"{r:.1%}" for r in means) + " |")
+    print()
+    # every notebook as it stood before each of the rules' decisions, on the held-out customers
+    situations = [Context(last.context.messages[:i]) for last in (serve(c) for c in held_out)
+                  for i, note in enumerate(last.context) if note.is_decision]
+    tools = tuple(support_agent().tools.values())
+    took = {name: decision_time(policy, situations, tools) * 1e6
+            for name, policy in (("the rules", support_policy), ("trained", brain(net)), ("random", guessing(0)))}
+    print(f"one decision, over {len(situations)} notebooks: " + ", ".join(f"{n} {t:.0f} µs" for n, t in took.items()))
     print()
     print("how many customers it must learn from (held-out served right, mean and range over seeds):")
     print("| customers | pairs | served right |")
