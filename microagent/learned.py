@@ -10,7 +10,9 @@ Behaviour cloning, in three moves:
 2. Training. A network with one hidden layer learns to guess the tool from the
    features: a forward pass, a loss, gradients, plain gradient descent.
 3. Use. `brain(net)` is a plain Policy, so `Agent(brain(net), tools)` runs the
-   same office; a wrong guess becomes an error note like any brain's mistake.
+   same office. A guess that does not fit (a tool the office lacks, an argument
+   the notebook cannot fill) becomes an error note, like any brain's mistake,
+   and `max_steps` stops a brain that goes round in circles.
 
 The network picks the tool; the arguments are filled by a rule you can read
 (`arguments`): the order id is the one in the question, the amount is the price
