@@ -51,6 +51,7 @@ from microagent.tool import Tool
 
 ITEMS = ("Wireless Headphones", "Desk Lamp", "Coffee Grinder", "Rain Jacket", "Phone Case", "Yoga Mat",
          "Kettle", "Backpack", "Bike Light", "Blender", "Toaster", "Keyboard")
+# half the orders are defective, the only kind the policy refunds
 STATES = ("delivered, reported defective", "delivered, reported defective", "delivered", "in transit")
 ASKS = ("Can I get a refund for order {id}? It arrived broken.",
         "My {item} (order {id}) stopped working after a week. Money back, please.",
