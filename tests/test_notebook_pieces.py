@@ -44,7 +44,11 @@ def run_cells(name: str) -> dict:
     with contextlib.redirect_stdout(io.StringIO()):  # what the cells print is test_notebooks.py's business
         for n, cell in enumerate(c for c in cells if c["cell_type"] == "code"):
             source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-            exec(compile(source, f"{name}, code cell {n + 1}", "exec"), module.__dict__)
+            try:
+                exec(compile(source, f"{name}, code cell {n + 1}", "exec"), module.__dict__)
+            except AssertionError:  # an exercise's check fails until its solution, at the end, is in
+                if "raises-exception" not in cell.get("metadata", {}).get("tags", []):
+                    raise
     return Names(module.__dict__)
 
 
