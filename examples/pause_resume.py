@@ -27,7 +27,7 @@ import os
 import pathlib
 import sys
 
-from microagent import USER, Action, Agent, Context, approve, deny, final_answer, story
+from microagent import Action, Agent, Context, approve, deny, final_answer, story
 from microagent.demo import QUESTION, check_policy, issue_refund, look_up_order, support_policy
 from microagent.invariants import check
 
@@ -38,7 +38,7 @@ refund = dataclasses.replace(issue_refund, needs_approval=True)
 def policy(ctx: Context, tools) -> Action:
     """The demo's support brain, plus what to tell the customer once a human has ruled."""
     last = ctx.last()
-    denied = last.name == refund.name and last.error and ctx[-2].role == USER and ctx[-2].args is None
+    denied = last.name == refund.name and last.error and ctx[-2].is_verdict and ctx[-2].args is None
     if denied:
         reason = ctx[-2].content  # the human's reason, in their verdict note
         return Action("final_answer", {"answer": f"Sorry, I can't refund this yet: {reason}."},
