@@ -196,7 +196,7 @@ def parse(body: bytes, required: dict, optional: dict | None = None) -> dict:
         data = json.loads(body.decode("utf-8") or "{}", object_pairs_hook=unique, parse_constant=refuse)
         _plain(data, 0)
     except (ValueError, RecursionError) as e:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
-        raise Refused(400, f"the body must be one JSON object in UTF-8: {e}") from None
+        raise Refused(400, f"the body is not valid JSON (one object, in UTF-8): {e}") from None
     fields = {**required, **(optional or {})}  # name -> type
     if not isinstance(data, dict):
         raise Refused(400, f"the body must be a JSON object with {', '.join(fields) or 'no fields'}")

@@ -302,3 +302,277 @@ def test_changing_any_one_character_of_a_token_breaks_it(claims, at, char):
         with pytest.raises(ValueError):  # the signature covers the text, so even base64's spare bits count
             verify(changed, SECRET, time.time())
     assert verify(token, SECRET, time.time()) == {**claims, "exp": 2**40}
+
+
+# ----------------------------------------------------------------------------
+# who may see what, and when a session is busy
+
+def test_another_users_session_answers_404_exactly_like_a_missing_one(host):
+    h = host()
+    sid, token = h.paused()
+    for method, path, body in [("GET", "", None), ("POST", "/messages", {"text": "hi"}), ("POST", "/resume", {}),
+                               ("POST", "/approvals", {"approval_token": token, "approve": True})]:
+        theirs = h.call("bob", method, f"/sessions/{sid}{path}", body)
+        missing = h.call("bob", method, f"/sessions/no-such-session{path}", body)
+        assert theirs[0] == missing[0] == 404 and theirs[2] == missing[2] == {"error": "no such session"}
+    assert h.refunds() == [] and h.notebook(sid).pending is not None
+
+
+def test_a_message_while_an_approval_waits_gets_409_until_the_human_decides(host):
+    h = host()
+    sid, token = h.paused()
+    status, _, answer = h.ask(sid, "hello?")
+    assert status == 409 and "waits for a verdict" in answer["error"]
+    assert h.verdict(sid, token)[0] == 200
+    assert h.ask(sid, "And order B9999?")[0] == 200
+
+
+def blocking_office(started: threading.Event, release: threading.Event):
+    """An office whose first tool waits until the test lets it go, then does nine quick turns."""
+    @as_tool
+    def wait() -> str:
+        """Wait for the test."""
+        started.set()
+        assert release.wait(60)
+        return "waited"
+
+    @as_tool
+    def tick() -> str:
+        """A quick turn."""
+        return "tick"
+    policy = scripted(Action("wait", {}), *[Action("tick", {})] * 9, Action("final_answer", {"answer": "ok"}))
+    return lambda db: Agent(policy, [wait, tick, final_answer], max_steps=20)
+
+
+def test_a_second_message_while_a_run_streams_gets_409(host):
+    started, release = threading.Event(), threading.Event()
+    h = host(blocking_office(started, release))
+    sid = h.new()
+    first = []
+    runner = threading.Thread(target=lambda: first.append(h.ask(sid, "go")))
+    runner.start()
+    assert started.wait(60)
+    status, _, answer = h.ask(sid, "me too")
+    assert status == 409 and "a run is streaming" in answer["error"]
+    assert h.call("alice", "POST", f"/sessions/{sid}/resume", {})[0] == 409
+    assert h.call("alice", "GET", f"/sessions/{sid}")[2]["running"] is True
+    release.set()
+    runner.join()
+    assert first[0][2][-1] == ("done", {"answer": "ok"})
+    assert [m.content for m in h.notebook(sid) if m.is_question] == ["go"]  # "me too" never got in
+
+
+def test_driving_the_loop_too_often_gets_429_with_retry_after(host):
+    h = host(rate=(0.01, 2))  # two runs at once, then one per 100 seconds
+    sid = h.new()
+    assert h.ask(sid)[0] == 200
+    assert h.call("alice", "POST", f"/sessions/{sid}/resume", {})[0] == 200
+    status, response, answer = h.ask(sid, "again")
+    assert status == 429 and "too many runs" in answer["error"]
+    assert 90 <= int(response.getheader("Retry-After")) <= 100
+    assert h.paused("bob")  # per user: bob still drives his own sessions
+    assert ("alice", sid, "refused 429", "too many runs: wait and try again") in h.trail()
+
+
+# ----------------------------------------------------------------------------
+# what a run may cost, and what never reaches a client
+
+def test_a_brain_that_calls_tools_forever_is_stopped_by_the_step_budget(host):
+    @as_tool
+    def spin() -> str:
+        """Go round again."""
+        return "round"
+
+    def forever(ctx, tools):
+        return Action("spin", {}, "once more")
+    h = host(lambda db: Agent(forever, [spin, final_answer], max_steps=4))
+    sid = h.new()
+    status, _, stream = h.ask(sid, "go")
+    assert names(stream) == ["result:spin"] * 4 + ["out_of_steps"]
+    assert stream[-1][1] == {"note": "out of steps: stopped after 4 turns without an answer"}
+    assert len(h.notebook(sid)) == 1 + 4 * 2 + 1
+
+
+def test_unknown_tools_and_bad_arguments_never_run_and_a_failing_tools_secret_never_leaks(host):
+    ran = []
+
+    @as_tool
+    def charge(amount: int) -> str:
+        """Charge a card."""
+        ran.append(amount)
+        raise ConnectionError("https://pay.example/charge?key=sk_live_SECRET refused")
+    policy = scripted(Action("steal", {"all": True}), Action("charge", {"amount": "lots"}),
+                      Action("charge", {"amount": 5}), Action("final_answer", {"answer": "sorry"}))
+    h = host(lambda db: Agent(policy, [charge, final_answer]))
+    sid = h.new()
+    status, _, stream = h.ask(sid, "pay")
+    assert names(stream) == ["result:steal", "result:charge", "result:charge", "result:final_answer", "done"]
+    assert all(data["error"] for _, data in stream[:3]) and ran == [5]
+    assert stream[0][1]["content"].startswith("error: there is no tool named 'steal'")
+    assert stream[1][1]["content"].startswith("error: bad arguments for charge")
+    assert stream[2][1]["content"] == "error: charge failed: RuntimeError: the tool failed"
+    shown = json.dumps(h.call("alice", "GET", f"/sessions/{sid}")[2])
+    for seen in (json.dumps(stream), shown, json.dumps(h.trail())):
+        assert "SECRET" not in seen and "pay.example" not in seen
+    assert ("alice", sid, "tool call", "charge (call 5) failed") in h.trail()
+
+
+def test_a_brain_that_fails_to_think_ends_the_stream_with_a_generic_error_and_keeps_the_notebook(host):
+    def broken(ctx, tools):
+        if len(ctx) > 2:
+            raise RuntimeError("model server at http://10.0.0.1 said: key sk_live_SECRET expired")
+        return Action("tick", {})
+
+    @as_tool
+    def tick() -> str:
+        """Tick."""
+        return "tick"
+    h = host(lambda db: Agent(broken, [tick, final_answer]))
+    sid = h.new()
+    status, _, stream = h.ask(sid, "go")
+    assert names(stream) == ["result:tick", "error"] and "SECRET" not in json.dumps(stream)
+    assert len(h.notebook(sid)) == 3  # question, decision, result: kept
+    assert h.call("alice", "GET", f"/sessions/{sid}")[2]["running"] is False  # and the session is free
+
+
+# ----------------------------------------------------------------------------
+# bad requests: a clear 4xx with a JSON error, and nothing changes
+
+BAD_BODIES = [
+    (b"{not json", 400, "not valid JSON"),
+    (b'{"text": "a", "text": "b"}', 400, "'text' appears twice"),
+    (b'{"text": ' + b"[" * 50 + b"]" * 50 + b"}", 400, "nested deeper than 8"),
+    (b'{"text": ' + b"[" * 100000 + b"]" * 100000 + b"}", 413, "over 65536 bytes"),
+    (b'{"text": "\\ud800 lone"}', 400, "surrogate"),
+    (b'{"text": NaN}', 400, "NaN is not JSON"),
+    (b'["text"]', 400, "must be a JSON object"),
+    (b'{"text": "hi", "admin": true}', 400, "unknown ['admin']"),
+    (b"{}", 400, "missing ['text']"),
+    (b'{"text": 5}', 400, '"text" must be a JSON string'),
+    (b'{"text": "   "}', 400, "1 to 4000 characters"),
+    (json.dumps({"text": "x" * (MAX_TEXT + 1)}).encode(), 400, "1 to 4000 characters"),
+    (b"\xff\xfe", 400, "UTF-8"),
+]
+
+
+@pytest.mark.parametrize("body, status, says", BAD_BODIES, ids=[s for _, _, s in BAD_BODIES])
+def test_a_bad_message_body_is_refused_with_a_json_error_and_changes_nothing(host, body, status, says):
+    h = host()
+    sid = h.new()
+    got, response, answer = h.call("alice", "POST", f"/sessions/{sid}/messages", body)
+    assert (got, response.getheader("Content-Type")) == (status, "application/json")
+    assert says in answer["error"]
+    assert len(h.notebook(sid)) == 0
+
+
+def test_bad_approval_bodies_are_refused(host):
+    h = host()
+    sid, token = h.paused()
+    for body, says in [({"approval_token": token}, "missing ['approve']"),
+                       ({"approval_token": token, "approve": 1}, "true or false"),
+                       ({"approval_token": token, "approve": True, "reason": "x"}, "not the other way"),
+                       ({"approval_token": token, "approve": False, "args": {}}, "not the other way"),
+                       ({"approval_token": token, "approve": True, "args": "{}"}, "JSON object")]:
+        status, _, answer = h.call("alice", "POST", f"/sessions/{sid}/approvals", body)
+        assert status == 400 and says in answer["error"], body
+    assert h.verdict(sid, token)[0] == 200
+
+
+def test_a_missing_or_unknown_bearer_token_gets_401_and_the_token_is_never_echoed(host):
+    h = host()
+    for token in (None, "mallory-guessed-token", h.users["alice"] + "x", ""):
+        status, response, answer = request(h.port, "POST", "/sessions", token)
+        assert status == 401 and response.getheader("WWW-Authenticate") == "Bearer"
+        assert "Bearer <token>" in answer["error"]
+    assert "mallory" not in json.dumps(h.trail())
+    assert h.call("alice", "GET", "/nowhere")[0] == 404
+
+
+def test_a_chunked_body_is_refused_411(host):
+    h = host()
+    conn = socket.create_connection(("127.0.0.1", h.port))
+    conn.sendall(b"POST /sessions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                 b"Authorization: Bearer alice-token-0123456789\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
+    assert conn.makefile("rb").readline().startswith(b"HTTP/1.0 411")
+    conn.close()
+
+
+def test_a_slow_client_is_dropped_while_others_are_served(host):
+    h = host(timeout=1.0)
+    slow = socket.create_connection(("127.0.0.1", h.port))
+    slow.sendall(b"POST /sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")  # 99 bytes never come
+    started = time.monotonic()
+    assert h.new()  # served meanwhile
+    slow.settimeout(60)
+    assert slow.recv(100) == b""  # the server hung up on it
+    assert time.monotonic() - started < 30
+    slow.close()
+    stalled = socket.create_connection(("127.0.0.1", h.port))
+    stalled.sendall(b"GET /sessions/x HTTP/1.1\r\n")  # the headers never end
+    stalled.settimeout(60)
+    assert stalled.recv(100) == b""
+    stalled.close()
+
+
+def test_a_client_that_disconnects_mid_stream_cancels_the_run_and_the_session_goes_on(host):
+    started, release = threading.Event(), threading.Event()
+    h = host(blocking_office(started, release))
+    sid = h.new()
+    conn = socket.create_connection(("127.0.0.1", h.port))
+    body = b'{"text": "go"}'
+    conn.sendall(f"POST /sessions/{sid}/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {h.users['alice']}\r\n"
+                 f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+    assert started.wait(60)
+    conn.close()  # gone, while the first tool still works
+    release.set()
+    deadline = time.monotonic() + 60
+    while h.call("alice", "GET", f"/sessions/{sid}")[2]["running"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    ctx = h.notebook(sid)
+    # the writes that fail cancel the run: it stops long before its ten turns, keeping what was done
+    assert ctx[2].content == "waited" and sum(m.is_decision for m in ctx) < 10 and ctx.last().is_result
+    status, _, stream = h.call("alice", "POST", f"/sessions/{sid}/resume", {})
+    assert stream[-1] == ("done", {"answer": "ok"})
+    assert sum(m.content == "tick" for m in h.notebook(sid)) == 9  # each turn once, none twice
+
+
+# ----------------------------------------------------------------------------
+# the audit trail, and a restart
+
+def test_the_audit_trail_keeps_every_call_and_verdict_and_refusal_and_cannot_be_changed(host):
+    h = host()
+    sid, token = h.paused()
+    h.verdict(sid, token)
+    h.verdict(sid, token)  # replayed: 409
+    h.call("bob", "GET", f"/sessions/{sid}")  # not bob's: 404
+    assert h.trail() == [
+        ("alice", sid, "created", ""),
+        ("alice", sid, "tool call", "look_up_order (call 1)"),
+        ("alice", sid, "tool call", "check_policy (call 3)"),
+        ("alice", sid, "approval requested", 'issue_refund {"order_id": "A1234", "amount": 79}'),
+        ("alice", sid, "approved", 'issue_refund {"order_id": "A1234", "amount": 79}'),
+        ("alice", sid, "tool call", "issue_refund (call 5)"),
+        ("alice", sid, "tool call", "final_answer (call 8)"),
+        ("alice", sid, "refused 409", "nothing waits for approval on this session: the token was used, "
+                                      "or the run moved on"),
+        ("bob", sid, "refused 404", "no such session"),
+    ]
+    with sqlite3.connect(h.db) as db:
+        for change in ("UPDATE audit SET user = 'mallory'", "DELETE FROM audit"):
+            with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+                db.execute(change)
+    assert len(h.trail()) == 9
+
+
+def test_sessions_pending_approvals_and_tokens_survive_a_restart(tmp_path):
+    first = Host(tmp_path)
+    sid, token = first.paused()
+    first.close()
+    second = Host(tmp_path)  # the same database file and the same secret
+    try:
+        assert second.notebook(sid).pending.tool == "issue_refund"
+        status, _, stream = second.verdict(sid, token)
+        assert status == 200 and stream[-1] == ("done", {"answer": ANSWER})
+        assert second.trail()[0] == ("alice", sid, "created", "")  # the trail from before the restart too
+    finally:
+        second.close()
