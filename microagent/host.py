@@ -576,4 +576,6 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # subtle: `python -m microagent.host` runs this file as __main__, a second copy of the module.
+    # An office that imports microagent.host must see the CALL the server sets, so run that copy.
+    importlib.import_module("microagent.host").main()

@@ -1,0 +1,167 @@
+"""The hosted loop across real server processes: killed with SIGKILL mid-run, and two sharing one database.
+
+Each server here is `python -m microagent.host` in a subprocess, serving the
+refund office from host_offices.gated_office, whose tools the test can hold
+at a gate (files in a folder) to kill or race a process at an exact moment.
+"""
+
+import os
+import pathlib
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from host_offices import request
+from microagent import Context
+from microagent.invariants import check
+
+TESTS = pathlib.Path(__file__).resolve().parent
+TOKEN = "alice-token-0123456789"
+QUESTION = {"text": "Can I get a refund for order A1234? It arrived broken."}
+
+pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
+
+
+class Servers:
+    """Start server processes on one database; each is killed at the end of the test."""
+
+    def __init__(self, tmp_path):
+        self.dir, self.gates, self.procs = tmp_path, tmp_path / "gates", []
+        self.gates.mkdir()
+        (tmp_path / "users.json").write_text('{"alice": "%s"}' % TOKEN)
+
+    def start(self, lease: float = 30.0) -> tuple[subprocess.Popen, int]:
+        env = {**os.environ, "PYTHONPATH": str(TESTS), "HOST_GATES": str(self.gates),
+               "MICROAGENT_HOST_SECRET": "a test secret, the same for every process"}
+        log = open(self.dir / f"server{len(self.procs)}.log", "w")
+        proc = subprocess.Popen([sys.executable, "-m", "microagent.host", "--db", "host.db", "--users", "users.json",
+                                 "--port", "0", "--office", "host_offices:gated_office", "--lease", str(lease)],
+                                cwd=self.dir, env=env, stdout=subprocess.PIPE, stderr=log, text=True)
+        log.close()
+        self.procs.append(proc)
+        line = proc.stdout.readline()  # "serving on http://127.0.0.1:PORT (...)"
+        assert line.startswith("serving on http://127.0.0.1:"), line
+        return proc, int(line.split(":")[2].split(" ")[0])
+
+    def gate(self, name: str, on: bool = True) -> None:
+        (self.gates / name).touch() if on else (self.gates / name).unlink()
+
+    def wait_for(self, name: str) -> None:
+        deadline = time.monotonic() + 60
+        while not (self.gates / name).exists():
+            assert time.monotonic() < deadline, f"{name} never came"
+            time.sleep(0.02)
+
+    def refunds(self) -> list[tuple]:
+        with sqlite3.connect(self.dir / "host.db") as db:
+            return db.execute("SELECT call, order_id, amount FROM refunds").fetchall()
+
+    def close(self):
+        for proc in self.procs:
+            proc.kill()
+            proc.wait(60)
+            proc.stdout.close()
+
+
+@pytest.fixture
+def servers(tmp_path):
+    made = Servers(tmp_path)
+    yield made
+    made.close()
+
+
+def call(port, method, path, body=None):
+    return request(port, method, path, TOKEN, body)
+
+
+def in_background(fn, *args) -> tuple[threading.Thread, list]:
+    out = []
+    thread = threading.Thread(target=lambda: out.append(fn(*args)), daemon=True)
+    thread.start()
+    return thread, out
+
+
+def resume_when_free(port, sid):
+    """Resume the session as soon as the dead server's lease has run out."""
+    deadline = time.monotonic() + 60
+    while True:
+        status, _, got = call(port, "POST", f"/sessions/{sid}/resume", {})
+        if status != 409 or time.monotonic() > deadline:
+            return status, got
+        time.sleep(0.2)
+
+
+def notebook(port, sid) -> Context:
+    return check(Context.from_json(__import__("json").dumps(call(port, "GET", f"/sessions/{sid}")[2]["notebook"])))
+
+
+def test_sigkill_mid_run_then_restart_keeps_every_streamed_step_and_pays_the_refund_once(servers):
+    proc, port = servers.start(lease=2)
+    sid = call(port, "POST", "/sessions")[2]["id"]
+    # 1. killed while check_policy runs: look_up_order was streamed, so it must be in the notebook
+    servers.gate("block-before-check_policy")
+    thread, out = in_background(call, port, "POST", f"/sessions/{sid}/messages", QUESTION)
+    servers.wait_for("entered-check_policy")
+    proc.send_signal(signal.SIGKILL)
+    thread.join(60)
+    streamed = out[0][2]
+    assert [e for e, _ in streamed] == ["result"] and streamed[0][1]["tool"] == "look_up_order"
+    servers.gate("block-before-check_policy", on=False)
+    proc, port = servers.start(lease=2)
+    ctx = notebook(port, sid)
+    for _, data in streamed:
+        assert ctx[data["at"]].content == data["content"]  # every step that was streamed was committed
+    status, stream = resume_when_free(port, sid)  # the dead server's lease runs out, and the session goes on
+    assert status == 200 and [e for e, _ in stream] == ["result", "approval_required"]
+    token = stream[-1][1]["approval_token"]
+    # 2. killed after the approved refund was paid but before its result was committed
+    servers.gate("block-after-issue_refund")
+    thread, out = in_background(call, port, "POST", f"/sessions/{sid}/approvals",
+                                {"approval_token": token, "approve": True})
+    servers.wait_for("done-issue_refund")
+    proc.send_signal(signal.SIGKILL)
+    thread.join(60)
+    assert servers.refunds() == [(f"{sid}/5", "A1234", 79)]
+    servers.gate("block-after-issue_refund", on=False)
+    proc, port = servers.start(lease=2)
+    ctx = notebook(port, sid)
+    assert ctx.last().is_verdict and ctx.last().name == "alice"  # the approval was committed before the tool ran
+    status, stream = resume_when_free(port, sid)
+    # the refund ran again (at least once), and handed back the first receipt: paid once
+    assert [e for e, _ in stream] == ["result", "result", "done"]
+    assert stream[0][1]["content"] == "$79 refunded to the original card (receipt R1)"
+    assert servers.refunds() == [(f"{sid}/5", "A1234", 79)]
+    assert sum(m.name == "issue_refund" and m.is_result for m in notebook(port, sid)) == 1
+
+
+def test_two_server_processes_on_one_database_never_run_an_approval_twice(servers):
+    (_, a), (_, b) = servers.start(), servers.start()
+    for _ in range(3):
+        sid = call(a, "POST", "/sessions")[2]["id"]
+        token = call(a, "POST", f"/sessions/{sid}/messages", QUESTION)[2][-1][1]["approval_token"]
+        body = {"approval_token": token, "approve": True}
+        racers = [in_background(call, port, "POST", f"/sessions/{sid}/approvals", body) for port in (a, b, a, b)]
+        for thread, _ in racers:
+            thread.join(60)
+        assert sorted(out[0][0] for _, out in racers) == [200, 409, 409, 409]
+        assert sum(call_id.startswith(sid) for call_id, _, _ in servers.refunds()) == 1
+        assert sum(m.name == "issue_refund" and m.is_result for m in notebook(b, sid)) == 1
+
+
+def test_two_server_processes_never_interleave_two_runs_on_one_session(servers):
+    (_, a), (_, b) = servers.start(), servers.start()
+    sid = call(a, "POST", "/sessions")[2]["id"]
+    servers.gate("block-before-look_up_order")  # the winner's run holds the session for a while
+    racers = [in_background(call, port, "POST", f"/sessions/{sid}/messages", QUESTION) for port in (a, b)]
+    servers.wait_for("entered-look_up_order")
+    servers.gate("release")
+    for thread, _ in racers:
+        thread.join(60)
+    statuses = sorted(out[0][0] for _, out in racers)
+    assert statuses == [200, 409]
+    assert [m.is_question for m in notebook(a, sid)].count(True) == 1
