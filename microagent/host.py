@@ -35,7 +35,6 @@ limit shared between processes (each process keeps its own, in memory).
 
 import argparse
 import base64
-import contextlib
 import contextvars
 import dataclasses
 import hashlib
@@ -89,49 +88,46 @@ class Session:
 
 class Store:
     def __init__(self, path: str):
-        self.path = str(path)
-        with self._connect() as db:
-            db.execute("PRAGMA journal_mode=WAL")  # readers never wait for the writer; kept in the file
-            db.executescript(SCHEMA)
+        # one connection, shared by the threads and taken in turn (the lock); autocommit, so each
+        # statement is a transaction of its own, and no transaction ever spans a read and a write
+        self.db = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=False)
+        self.lock = threading.Lock()
+        self.db.execute("PRAGMA journal_mode=WAL")  # readers never wait for the writer
+        # NORMAL: a commit survives a killed process, not a power cut (FULL would: an fsync per write)
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.executescript(SCHEMA)
 
-    def _connect(self) -> sqlite3.Connection:
-        # one connection per call, closed after it (sqlite3's own `with` only commits): simple and safe
-        # across threads. Autocommit: each statement is its own transaction. FULL: a commit survives
-        # a power cut, not only a killed process.
-        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        db.execute("PRAGMA synchronous=FULL")
-        return contextlib.closing(db)
+    def _run(self, sql: str, args: tuple = ()) -> tuple[list[tuple], int]:
+        """The rows a statement gives, and how many it changed."""
+        with self.lock:
+            # subtle: fetch every row, or the statement stays open and holds an old snapshot,
+            # and this connection's next write fails at once with "database is locked"
+            cursor = self.db.execute(sql, args)
+            return cursor.fetchall(), cursor.rowcount
 
     def load(self, sid: str) -> Session | None:
         """The session, its notebook checked against the invariants; None if there is none."""
-        with self._connect() as db:
-            row = db.execute("SELECT owner, notebook, version, lease_until, jti FROM sessions WHERE id = ?",
-                             (sid,)).fetchone()
-        return None if row is None else Session(row[0], check(Context.from_json(row[1])), *row[2:])
+        rows, _ = self._run("SELECT owner, notebook, version, lease_until, jti FROM sessions WHERE id = ?", (sid,))
+        return Session(rows[0][0], check(Context.from_json(rows[0][1])), *rows[0][2:]) if rows else None
 
     def create(self, sid: str, owner: str, ctx: Context) -> None:
-        with self._connect() as db:
-            db.execute("INSERT INTO sessions (id, owner, notebook, version) VALUES (?, ?, ?, 0)",
-                       (sid, owner, ctx.to_json()))
+        self._run("INSERT INTO sessions (id, owner, notebook, version) VALUES (?, ?, ?, 0)",
+                  (sid, owner, ctx.to_json()))
 
     def save(self, sid: str, ctx: Context, version: int, *, lease_until: float = 0.0,
              jti: str | None = None) -> int | None:
         """Write the session if it is still at `version`: the new version, or None if someone wrote first."""
-        with self._connect() as db:
-            done = db.execute("UPDATE sessions SET notebook = ?, version = version + 1, lease_until = ?, jti = ? "
-                              "WHERE id = ? AND version = ?", (ctx.to_json(), lease_until, jti, sid, version))
-        return version + 1 if done.rowcount == 1 else None
+        _, changed = self._run("UPDATE sessions SET notebook = ?, version = version + 1, lease_until = ?, jti = ? "
+                               "WHERE id = ? AND version = ?", (ctx.to_json(), lease_until, jti, sid, version))
+        return version + 1 if changed == 1 else None
 
     def audit(self, user: str | None, sid: str | None, what: str, detail: str = "") -> None:
         """Append a line to the audit trail (the database refuses to change or delete one)."""
-        at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        with self._connect() as db:
-            db.execute("INSERT INTO audit (at, user, session, what, detail) VALUES (?, ?, ?, ?, ?)",
-                       (at, user, sid, what, detail))
+        self._run("INSERT INTO audit (at, user, session, what, detail) VALUES (?, ?, ?, ?, ?)",
+                  (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), user, sid, what, detail))
 
     def trail(self) -> list[tuple]:
-        with self._connect() as db:
-            return db.execute("SELECT at, user, session, what, detail FROM audit ORDER BY n").fetchall()
+        return self._run("SELECT at, user, session, what, detail FROM audit ORDER BY n")[0]
 
 
 # ----------------------------------------------------------------------------
@@ -243,6 +239,7 @@ def rate_limit(per_second: float, burst: int):
 
 class Server(http.server.ThreadingHTTPServer):
     daemon_threads = True  # a stuck client never keeps the process alive
+    request_queue_size = 128  # connections waiting to be accepted (socketserver's 5 resets a crowd)
 
     def __init__(self, office, db: str, users: dict[str, str], secret: bytes, *, port: int = 0,
                  token_ttl: int = 600, lease: float = 30.0, timeout: float = 10.0,
@@ -279,6 +276,7 @@ class Server(http.server.ThreadingHTTPServer):
 
 class Handler(http.server.BaseHTTPRequestHandler):
     server: Server
+    disable_nagle_algorithm = True  # each event goes out as it is written, not 40 ms later
 
     def setup(self):
         self.timeout = self.server.client_timeout  # a client that stalls mid-request is dropped
@@ -495,16 +493,17 @@ _BOUND = {"sub": "user", "sid": "session", "call": "tool call", "args": "argumen
 
 def refund_office(db: str, policy=support_policy) -> Agent:
     """The refund office of microagent.demo: the refund waits for a human, and pays once per tool call."""
-    with contextlib.closing(sqlite3.connect(db, timeout=30)) as ledger, ledger:  # (the 2nd `with` commits)
-        ledger.execute("CREATE TABLE IF NOT EXISTS refunds (call TEXT PRIMARY KEY, order_id TEXT, amount REAL)")
+    ledger = sqlite3.connect(db, timeout=30, isolation_level=None, check_same_thread=False)
+    ledger.execute("CREATE TABLE IF NOT EXISTS refunds (call TEXT PRIMARY KEY, order_id TEXT, amount REAL)")
+    lock = threading.Lock()  # the server's threads share the connection, one statement pair at a time
 
     @as_tool(needs_approval=True)
     def issue_refund(order_id: str, amount: float) -> str:
         """Refund an amount in dollars to the card the order was paid with."""
         # subtle: keyed by the tool call, so a call run again after a crash hands back its first receipt
-        with contextlib.closing(sqlite3.connect(db, timeout=30)) as ledger, ledger:
+        with lock:
             ledger.execute("INSERT OR IGNORE INTO refunds VALUES (?, ?, ?)", (CALL.get(), order_id, amount))
-            n, paid = ledger.execute("SELECT rowid, amount FROM refunds WHERE call = ?", (CALL.get(),)).fetchone()
+            [(n, paid)] = ledger.execute("SELECT rowid, amount FROM refunds WHERE call = ?", (CALL.get(),)).fetchall()
         return f"${paid:g} refunded to the original card (receipt R{n})"
     return Agent(policy, [look_up_order, check_policy, issue_refund, final_answer], name="support",
                  description="answers customers' questions about orders and refunds")
@@ -549,6 +548,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--base-url", default="http://localhost:11434/v1", help="with --model: the chat server")
     p.add_argument("--lease", type=float, default=30.0, help="seconds a killed server keeps a session")
     p.add_argument("--token-ttl", type=int, default=600, help="seconds an approval token lives")
+    p.add_argument("--rate", type=float, nargs=2, default=(1.0, 20), metavar=("PER_SECOND", "BURST"),
+                   help="runs a user may start: a burst, then so many a second")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds a client may take to send a request")
     p.add_argument("--audit", action="store_true", help="print the audit trail and exit")
     o = p.parse_args(argv)
@@ -566,7 +567,8 @@ def main(argv: list[str] | None = None) -> None:
         def office(db):
             return refund_office(db, policy=chat_policy(o.model, o.base_url))
     server = Server(office, o.db, users_from(o.users), secret_from(o.secret_file or o.db + ".secret"),
-                    port=o.port, token_ttl=o.token_ttl, lease=o.lease, timeout=o.timeout)
+                    port=o.port, token_ttl=o.token_ttl, lease=o.lease, timeout=o.timeout,
+                    rate=(o.rate[0], int(o.rate[1])))
     print(f"serving on http://127.0.0.1:{server.server_address[1]} (database {o.db}); "
           f"the users' bearer tokens are in {o.users}", flush=True)
     try:

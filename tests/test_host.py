@@ -17,7 +17,7 @@ from hypothesis import given, settings, strategies as st
 
 from host_offices import request
 from microagent import Action, Agent, Context, as_tool, final_answer, scripted
-from microagent.host import MAX_BODY, MAX_TEXT, Server, digest, refund_office, sign, verify
+from microagent.host import MAX_TEXT, Server, digest, refund_office, sign, verify
 from microagent.invariants import check
 
 SECRET = b"s" * 32
@@ -278,7 +278,7 @@ def test_two_approvals_racing_for_one_token_exactly_one_wins_and_the_refund_runs
         sid, token = h.paused()
         go, statuses = threading.Barrier(6), []
 
-        def approve_it():
+        def approve_it(sid=sid, token=token, go=go, statuses=statuses):
             go.wait()
             statuses.append(h.verdict(sid, token)[0])
         racers = [threading.Thread(target=approve_it) for _ in range(6)]

@@ -165,3 +165,20 @@ def test_two_server_processes_never_interleave_two_runs_on_one_session(servers):
     statuses = sorted(out[0][0] for _, out in racers)
     assert statuses == [200, 409]
     assert [m.is_question for m in notebook(a, sid)].count(True) == 1
+
+
+def test_the_load_benchmark_in_small_loses_nothing(tmp_path):
+    sys.path.insert(0, str(TESTS.parent / "benchmarks"))
+    import host_load  # benchmarks/host_load.py, whose figures the README quotes
+
+    users = {f"user{i}": f"token-{i:04d}-of-the-test" for i in range(10)}
+    proc, port = host_load.serve(str(tmp_path), users)
+    try:
+        sids, times, seconds = host_load.load(port, list(users.values()), sessions=2, deadline=240)
+        assert len(sids) == 20 and len(times) == 60 and len({sid for _, sid in sids}) == 20
+        for ctx in host_load.notebooks(port, sids):  # each checked by microagent.invariants on the way
+            assert len(ctx) == 10 and ctx.last().content.startswith("Good news, A1234 qualifies")
+    finally:
+        proc.kill()
+        proc.wait(60)
+        proc.stdout.close()
