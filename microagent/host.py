@@ -302,7 +302,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             routes = {("GET", ""): self.show, ("POST", "messages"): self.messages,
                       ("POST", "approvals"): self.approvals, ("POST", "resume"): self.resume}
             handler = routes.get((method, path[2] if len(path) == 3 else ""))
-            if not (path[0] == "sessions" and len(path) in (2, 3) and handler):
+            if not (path[:1] == ["sessions"] and len(path) in (2, 3) and handler):
                 raise Refused(404, "no such route: the five are in the docstring of microagent/host.py")
             sid = path[1]
             handler(user, sid, body)
@@ -372,7 +372,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         s = self.driving(user, sid)
         try:
             claims = verify(data["approval_token"], self.server.secret, time.time())
-        except (ValueError, UnicodeError) as e:
+        except ValueError as e:
             raise Refused(403, str(e)) from None
         pending = s.context.pending
         if s.jti is None or pending is not s.context.last():
