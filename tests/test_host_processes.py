@@ -5,6 +5,7 @@ refund office from host_offices.gated_office, whose tools the test can hold
 at a gate (files in a folder) to kill or race a process at an exact moment.
 """
 
+import json
 import os
 import pathlib
 import signal
@@ -97,7 +98,7 @@ def resume_when_free(port, sid):
 
 
 def notebook(port, sid) -> Context:
-    return check(Context.from_json(__import__("json").dumps(call(port, "GET", f"/sessions/{sid}")[2]["notebook"])))
+    return check(Context.from_json(json.dumps(call(port, "GET", f"/sessions/{sid}")[2]["notebook"])))
 
 
 def test_sigkill_mid_run_then_restart_keeps_every_streamed_step_and_pays_the_refund_once(servers):
@@ -182,3 +183,45 @@ def test_the_load_benchmark_in_small_loses_nothing(tmp_path):
         proc.kill()
         proc.wait(60)
         proc.stdout.close()
+
+
+def test_python_dash_m_microagent_host_and_the_example_client_run_a_whole_refund(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "MICROAGENT_HOST_SECRET"}
+    proc = subprocess.Popen([sys.executable, "-m", "microagent.host", "--port", "0"], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("serving on http://127.0.0.1:") and "microagent-users.json" in line
+        url = line.split(" ")[2]
+        users = tmp_path / "microagent-users.json"
+        # made on first start, readable by their owner only: the users' tokens and the signing secret
+        assert set(json.loads(users.read_text())) == {"alice", "bob"}
+        assert oct(users.stat().st_mode & 0o777) == oct((tmp_path / "microagent-host.db.secret").stat().st_mode
+                                                        & 0o777) == "0o600"
+        client = [sys.executable, str(TESTS.parent / "examples" / "host_client.py"), "--url", url, "--users", str(users)]
+        out = subprocess.run(client + ["--amount", "70"], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.splitlines() == [
+            "alice asks: Can I get a refund for order A1234? It arrived broken.",
+            "  look_up_order -> A1234, Wireless Headphones, $79, delivered, reported defective",
+            "  check_policy -> eligible, within the 30 day window and reported defective",
+            '  waiting for approval: issue_refund {"order_id": "A1234", "amount": 79}',
+            "alice approves:",
+            "  issue_refund -> $70 refunded to the original card (receipt R1)",
+            "  final_answer -> Good news, A1234 qualifies. I refunded $70 to your card, here in 3 to 5 days.",
+            '  done: {"answer": "Good news, A1234 qualifies. I refunded $70 to your card, here in 3 to 5 days."}',
+        ]
+        out = subprocess.run(client + ["--deny", "send it back first"], capture_output=True, text=True, timeout=120)
+        assert "  issue_refund -> denied by alice: send it back first" in out.stdout.splitlines()
+    finally:
+        proc.kill()
+        proc.wait(60)
+        proc.stdout.close()
+    trail = subprocess.run([sys.executable, "-m", "microagent.host", "--audit"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=60).stdout.splitlines()
+    assert [" | ".join(row.split(" | ")[3:]) for row in trail[3:6]] == [
+        'approval requested | issue_refund {"order_id": "A1234", "amount": 79}',
+        'approved | issue_refund {"order_id": "A1234", "amount": 70.0}',
+        "tool call | issue_refund (call 5)",
+    ]
+    assert trail[0].split(" | ")[1] == "alice" and "denied | issue_refund: send it back first" in trail[-3]
