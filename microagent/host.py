@@ -324,6 +324,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             raise Refused(413, f"the body is over {MAX_BODY} bytes")
         return self.rfile.read(int(size))
 
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """What http.server refuses itself (a broken request line, an unknown method) is JSON too."""
+        self.close_connection = True
+        self.reply(code, {"error": message or self.responses.get(code, ("refused",))[0]})
+
     def reply(self, status: int, data: dict, headers: dict | None = None) -> None:
         payload = json.dumps(data).encode()
         self.send_response(status)

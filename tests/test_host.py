@@ -576,3 +576,17 @@ def test_sessions_pending_approvals_and_tokens_survive_a_restart(tmp_path):
         assert second.trail()[0] == ("alice", sid, "created", "")  # the trail from before the restart too
     finally:
         second.close()
+
+
+def test_what_http_server_refuses_by_itself_is_json_too(host):
+    h = host()  # an unknown method; a request line over 65536 bytes (sent whole: all of it is read)
+    for raw, status in [(b"BREW /sessions HTTP/1.1\r\n\r\n", 501), (b"GET /" + b"x" * 65532, 414)]:
+        conn = socket.create_connection(("127.0.0.1", h.port))
+        conn.sendall(raw)
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+        conn.close()
+        head, body = answer.decode().split("\r\n\r\n", 1)
+        assert head.split(" ")[1] == str(status) and "application/json" in head
+        assert json.loads(body)["error"]
