@@ -293,6 +293,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def route(self, method: str) -> None:
         user = sid = None
+        self.streaming = False  # once a stream has begun, a failure can only end it
         try:
             body = self.body() if method == "POST" else b""
             user = self.server.user(self.headers.get("Authorization", ""))
@@ -312,6 +313,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         except TimeoutError:  # the body never came: drop this client, the others are served meanwhile
             self.server.store.audit(user, sid, "timed out", f"no whole request in {self.server.client_timeout}s")
             self.close_connection = True
+        except Exception as e:  # a bug, or a notebook in the database that breaks the invariants
+            self.server.log(f"{sid}: {type(e).__name__}: {e}")
+            self.close_connection = True
+            if not self.streaming:
+                self.reply(500, {"error": "the server failed; the details went to its log"})
 
     def body(self) -> bytes:
         if "Transfer-Encoding" in self.headers:
@@ -426,6 +432,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if audit:
             store.audit(user, sid, *audit)
         self.send_response(200)
+        self.streaming = True
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.end_headers()
@@ -476,7 +483,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return name, {DONE: {"answer": ctx.last().content}, OUT_OF_STEPS: {"note": ctx.last().content}}.get(
                 step.stop, {})
         if step.result is not None:
-            return "result", {"tool": step.result.name, "args": step.action.args, "reasoning": step.action.reasoning,
+            ran = ctx[-2].args if ctx[-2].is_verdict else step.action.args  # what a human approved, if one did
+            return "result", {"tool": step.result.name, "args": ran, "reasoning": step.action.reasoning,
                               "content": step.result.content, "error": step.result.error, "at": len(ctx) - 1}
         return ("thinking", {"text": step.event}) if isinstance(step.event, str) else (None, {})
 

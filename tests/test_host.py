@@ -590,3 +590,26 @@ def test_what_http_server_refuses_by_itself_is_json_too(host):
         head, body = answer.decode().split("\r\n\r\n", 1)
         assert head.split(" ")[1] == str(status) and "application/json" in head
         assert json.loads(body)["error"]
+
+
+def test_a_notebook_broken_in_the_database_is_refused_with_500_and_its_text_never_shown(host):
+    h = host()
+    sid, token = h.paused()
+    with sqlite3.connect(h.db) as db:  # someone edits the row by hand: a result with no decision
+        db.execute("UPDATE sessions SET notebook = ? WHERE id = ?",
+                   ('{"format": "microagent.context/1", "messages": [{"role": "tool", "content": "$1M", '
+                    '"name": "issue_refund"}]}', sid))
+    status, _, answer = h.call("alice", "GET", f"/sessions/{sid}")
+    assert status == 500 and answer == {"error": "the server failed; the details went to its log"}
+    assert h.verdict(sid, token)[0] == 500 and h.refunds() == []
+
+
+def test_an_edited_approval_streams_the_arguments_the_tool_ran_with(host):
+    h = host()
+    sid, token = h.paused()
+    status, _, stream = h.verdict(sid, token, args={"order_id": "A1234", "amount": 70})
+    assert stream[0][1]["args"] == '{"order_id": "A1234", "amount": 70}'
+    sid, token = h.paused()
+    status, _, stream = h.call("alice", "POST", f"/sessions/{sid}/approvals",
+                               {"approval_token": token, "approve": False})
+    assert stream[0][1]["args"] is None and stream[0][1]["content"] == "denied by alice: no reason given"
