@@ -613,3 +613,33 @@ def test_an_edited_approval_streams_the_arguments_the_tool_ran_with(host):
     status, _, stream = h.call("alice", "POST", f"/sessions/{sid}/approvals",
                                {"approval_token": token, "approve": False})
     assert stream[0][1]["args"] is None and stream[0][1]["content"] == "denied by alice: no reason given"
+
+
+@pytest.fixture(scope="module")
+def waiting(tmp_path_factory):
+    """One server for many generated requests, and a session on it that waits for approval."""
+    h = Host(tmp_path_factory.mktemp("waiting"), rate=(1000.0, 1000))
+    yield h, *h.paused()
+    h.close()
+
+
+json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+                           max_leaves=10)
+bodies = st.one_of(st.binary(max_size=100), json_values.map(lambda v: json.dumps(v).encode()),
+                   st.dictionaries(st.sampled_from(["text", "approval_token", "approve", "reason", "args", "x"]),
+                                   json_values, max_size=4).map(lambda v: json.dumps(v).encode()))
+
+
+@settings(max_examples=150, deadline=None)
+@given(route=st.sampled_from(["messages", "approvals", "resume"]), body=bodies)
+def test_whatever_a_client_sends_it_gets_a_json_refusal_and_nothing_changes(waiting, route, body):
+    h, sid, token = waiting
+    before = h.notebook(sid)
+    status, response, answer = h.call("alice", "POST", f"/sessions/{sid}/{route}", body)
+    if route == "resume" and status == 200:  # a well-formed resume: the same token, asked again
+        assert answer[-1][0] == "approval_required"
+    else:
+        assert status in (400, 403, 409) and response.getheader("Content-Type") == "application/json"
+        assert isinstance(answer["error"], str) and answer["error"]
+    assert h.notebook(sid) == before and h.refunds() == []
