@@ -478,10 +478,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.server.store.audit(user, sid, "approval requested", f"{decision.tool} {decision.args}")
             return "approval_required", {"tool": decision.tool, "args": json.loads(decision.args),
                                          "call": len(ctx) - 1, "approval_token": sign(claims, self.server.secret)}
+        if step.stop == DONE:
+            return "done", {"answer": ctx.last().content}
+        if step.stop == OUT_OF_STEPS:
+            return "out_of_steps", {"note": ctx.last().content}
         if step.stop is not None:
-            name = {DONE: "done", OUT_OF_STEPS: "out_of_steps"}.get(step.stop, "cancelled")
-            return name, {DONE: {"answer": ctx.last().content}, OUT_OF_STEPS: {"note": ctx.last().content}}.get(
-                step.stop, {})
+            return "cancelled", {}
         if step.result is not None:
             ran = ctx[-2].args if ctx[-2].is_verdict else step.action.args  # what a human approved, if one did
             return "result", {"tool": step.result.name, "args": ran, "reasoning": step.action.reasoning,

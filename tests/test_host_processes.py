@@ -18,6 +18,7 @@ import time
 import pytest
 
 from host_offices import request
+from llm_server import reply, serve  # a stand-in model server on 127.0.0.1, with scripted replies
 from microagent import Context
 from microagent.invariants import check
 
@@ -225,3 +226,30 @@ def test_python_dash_m_microagent_host_and_the_example_client_run_a_whole_refund
         "tool call | issue_refund (call 5)",
     ]
     assert trail[0].split(" | ")[1] == "alice" and "denied | issue_refund: send it back first" in trail[-3]
+
+
+def test_with_model_the_hosted_office_thinks_with_an_llm_and_its_text_streams_as_thinking(tmp_path):
+    model = serve([reply("Let me look.", calls=[("look_up_order", '{"order_id": "A1234"}')]),
+                   reply(calls=[("issue_refund", '{"order_id": "A1234", "amount": 79}')]),
+                   reply("Refunded $79 to your card.")])
+    (tmp_path / "users.json").write_text('{"alice": "%s"}' % TOKEN)
+    proc = subprocess.Popen([sys.executable, "-m", "microagent.host", "--port", "0", "--users", "users.json",
+                             "--model", "stand-in", "--base-url", model.url], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        port = int(proc.stdout.readline().split("127.0.0.1:")[1].split(" ")[0])
+        sid = call(port, "POST", "/sessions")[2]["id"]
+        status, _, stream = call(port, "POST", f"/sessions/{sid}/messages", QUESTION)
+        thought = "".join(data["text"] for event, data in stream if event == "thinking")
+        assert thought == "Let me look." and len([e for e, _ in stream if e == "thinking"]) > 1  # in pieces
+        assert [e for e, _ in stream if e != "thinking"] == ["result", "approval_required"]
+        token = stream[-1][1]["approval_token"]
+        status, _, stream = call(port, "POST", f"/sessions/{sid}/approvals", {"approval_token": token, "approve": True})
+        assert [e for e, _ in stream if e != "thinking"] == ["result", "result", "done"]
+        assert stream[-1][1] == {"answer": "Refunded $79 to your card."}
+        assert stream[0][1]["content"] == "$79 refunded to the original card (receipt R1)"
+    finally:
+        proc.kill()
+        proc.wait(60)
+        proc.stdout.close()
+        model.close()
