@@ -23,6 +23,8 @@ from microagent import Context
 from microagent.invariants import check
 
 TESTS = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(TESTS.parent / "benchmarks"))
+import host_load  # noqa: E402  (benchmarks/host_load.py, whose figures the README quotes)
 TOKEN = "alice-token-0123456789"
 QUESTION = {"text": "Can I get a refund for order A1234? It arrived broken."}
 
@@ -170,9 +172,6 @@ def test_two_server_processes_never_interleave_two_runs_on_one_session(servers):
 
 
 def test_the_load_benchmark_in_small_loses_nothing(tmp_path):
-    sys.path.insert(0, str(TESTS.parent / "benchmarks"))
-    import host_load  # benchmarks/host_load.py, whose figures the README quotes
-
     users = {f"user{i}": f"token-{i:04d}-of-the-test" for i in range(10)}
     proc, port = host_load.serve(str(tmp_path), users)
     try:
