@@ -163,11 +163,16 @@ def test_two_server_processes_never_interleave_two_runs_on_one_session(servers):
     servers.gate("block-before-look_up_order")  # the winner's run holds the session for a while
     racers = [in_background(call, port, "POST", f"/sessions/{sid}/messages", QUESTION) for port in (a, b)]
     servers.wait_for("entered-look_up_order")
+    deadline = time.monotonic() + 60
+    while not any(out for _, out in racers) and time.monotonic() < deadline:  # the loser, while the winner runs
+        time.sleep(0.02)
+    [(status, _, refused)] = [out[0] for _, out in racers if out]
+    assert status == 409 and refused["error"] in ("a run is streaming on this session: wait for it to end",
+                                                  "another request changed this session first: load it again")
     servers.gate("release")
     for thread, _ in racers:
         thread.join(60)
-    statuses = sorted(out[0][0] for _, out in racers)
-    assert statuses == [200, 409]
+    assert sorted(out[0][0] for _, out in racers) == [200, 409]
     assert [m.is_question for m in notebook(a, sid)].count(True) == 1
 
 
