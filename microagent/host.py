@@ -499,7 +499,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return False
 
 
-_BOUND = {"sub": "user", "sid": "session", "call": "tool call", "args": "arguments",
+_BOUND = {"sub": "user", "sid": "session", "call": "tool call", "args": "tool call's arguments",
           "jti": "approval request (a newer token replaced it)"}
 
 

@@ -220,7 +220,7 @@ def test_the_token_is_a_jwt_bound_to_user_session_call_and_arguments(host):
     ({"sid": "another-session"}, "not for this session"),
     ({"sub": "bob"}, "not for this user"),
     ({"call": 3}, "not for this tool call"),
-    ({"args": digest('{"order_id": "A1234", "amount": 7900}')}, "not for this arguments"),
+    ({"args": digest('{"order_id": "A1234", "amount": 7900}')}, "not for this tool call's arguments"),
     ({"jti": "an-old-one"}, "newer token replaced it"),
 ])
 def test_a_token_bound_to_anything_else_is_refused_403(host, change, refusal):
