@@ -33,7 +33,7 @@ class Host:
         self.users = {"alice": "alice-token-0123456789", "bob": "bob-token-0123456789"}
         self.server = Server(office, self.db, self.users, SECRET, quiet=True, **settings)
         self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()  # quick to stop
 
     def call(self, user, method, path, body=None):
         return request(self.port, method, path, self.users.get(user, user), body)
