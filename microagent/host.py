@@ -561,6 +561,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--office", help="module:function, a function (db path) -> Agent to host instead")
     p.add_argument("--model", help="the refund office with microagent.llm's brain: the model's name")
     p.add_argument("--base-url", default="http://localhost:11434/v1", help="with --model: the chat server")
+    p.add_argument("--api-key-env", help="with --model: the environment variable that holds the API key")
     p.add_argument("--lease", type=float, default=30.0, help="seconds a killed server keeps a session")
     p.add_argument("--token-ttl", type=int, default=600, help="seconds an approval token lives")
     p.add_argument("--rate", type=float, nargs=2, default=(1.0, 20), metavar=("PER_SECOND", "BURST"),
@@ -580,7 +581,7 @@ def main(argv: list[str] | None = None) -> None:
         from microagent.llm import chat_policy  # only here: urllib is loaded only when a model is asked for
 
         def office(db):
-            return refund_office(db, policy=chat_policy(o.model, o.base_url))
+            return refund_office(db, policy=chat_policy(o.model, o.base_url, api_key_env=o.api_key_env))
     server = Server(office, o.db, users_from(o.users), secret_from(o.secret_file or o.db + ".secret"),
                     port=o.port, token_ttl=o.token_ttl, lease=o.lease, timeout=o.timeout,
                     rate=(o.rate[0], int(o.rate[1])))
