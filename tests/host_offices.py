@@ -1,0 +1,72 @@
+"""Offices for the hosting tests, and a small HTTP client that reads server-sent events.
+
+`gated_office` is the hosted refund office whose tools can be held at a gate the
+test controls with files in $HOST_GATES, so a test can kill a server process
+while a tool is running, or race two processes on one session:
+
+    block-before-<tool>   the tool waits before it runs    (entered-<tool> says it got there)
+    block-after-<tool>    the tool runs, then waits        (done-<tool> says it ran)
+    release               every waiting tool goes on
+
+A tool waits at most a minute, so a forgotten gate never hangs a test.
+"""
+
+import dataclasses
+import functools
+import http.client
+import json
+import os
+import pathlib
+import time
+
+from microagent.host import refund_office
+
+
+def gated_office(db: str):
+    gates = pathlib.Path(os.environ["HOST_GATES"])
+    agent = refund_office(db)
+
+    def gated(tool):
+        def wait(marker: str) -> None:
+            (gates / marker).write_text("")
+            deadline = time.monotonic() + 60
+            while not (gates / "release").exists() and time.monotonic() < deadline:
+                time.sleep(0.02)
+
+        @functools.wraps(tool.fn)
+        def fn(**args):
+            if (gates / f"block-before-{tool.name}").exists():
+                wait(f"entered-{tool.name}")
+            out = tool(**args)
+            if (gates / f"block-after-{tool.name}").exists():
+                wait(f"done-{tool.name}")
+            return out
+        return dataclasses.replace(tool, fn=fn)
+    agent.tools = {name: gated(t) for name, t in agent.tools.items()}
+    return agent
+
+
+def request(port: int, method: str, path: str, token: str | None, body=None, timeout: float = 60):
+    """One request: (status, headers, the JSON answer, or the list of (event, data) of a stream)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    data = body if isinstance(body, bytes) else None if body is None else json.dumps(body).encode()
+    headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+    try:
+        conn.request(method, path, body=data, headers=headers)
+        response = conn.getresponse()
+        text = response.read().decode()
+    finally:
+        conn.close()
+    if response.getheader("Content-Type") == "text/event-stream":
+        return response.status, response, events(text)
+    return response.status, response, json.loads(text) if text else None
+
+
+def events(text: str) -> list[tuple[str, dict]]:
+    """The (event, data) pairs in a server-sent event stream."""
+    out = []
+    for block in text.split("\n\n"):
+        if block:
+            lines = dict(line.split(": ", 1) for line in block.splitlines())
+            out.append((lines["event"], json.loads(lines["data"])))
+    return out

@@ -1,0 +1,645 @@
+"""The hosted loop, talked to over real sockets: the protocol, and every guard proven by a real attempt.
+
+Each test starts a real server on 127.0.0.1 (a free port) in this process and
+talks HTTP to it; the tests that kill or race server processes are in
+test_host_processes.py.
+"""
+
+import base64
+import json
+import socket
+import sqlite3
+import threading
+import time
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from host_offices import request
+from microagent import Action, Agent, Context, as_tool, final_answer, scripted
+from microagent.host import MAX_TEXT, Server, digest, refund_office, sign, verify
+from microagent.invariants import check
+
+SECRET = b"s" * 32
+QUESTION = "Can I get a refund for order A1234? It arrived broken."
+ANSWER = "Good news, A1234 qualifies. I refunded $79 to your card, here in 3 to 5 days."
+
+
+class Host:
+    """A server on a free port in a thread, and a client that speaks as alice or bob."""
+
+    def __init__(self, tmp_path, office=refund_office, **settings):
+        self.db = str(tmp_path / "host.db")
+        self.users = {"alice": "alice-token-0123456789", "bob": "bob-token-0123456789"}
+        self.server = Server(office, self.db, self.users, SECRET, quiet=True, **settings)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()  # quick to stop
+
+    def call(self, user, method, path, body=None):
+        return request(self.port, method, path, self.users.get(user, user), body)
+
+    def new(self, user="alice") -> str:
+        status, _, answer = self.call(user, "POST", "/sessions")
+        assert status == 201
+        return answer["id"]
+
+    def ask(self, sid, text=QUESTION, user="alice"):
+        return self.call(user, "POST", f"/sessions/{sid}/messages", {"text": text})
+
+    def paused(self, user="alice") -> tuple[str, str]:
+        """A new session whose refund waits for a human: (its id, the approval token)."""
+        sid = self.new(user)
+        status, _, stream = self.ask(sid, user=user)
+        assert status == 200 and stream[-1][0] == "approval_required"
+        return sid, stream[-1][1]["approval_token"]
+
+    def verdict(self, sid, token, user="alice", **more):
+        return self.call(user, "POST", f"/sessions/{sid}/approvals", {"approval_token": token, "approve": True, **more})
+
+    def notebook(self, sid, user="alice") -> Context:
+        status, _, answer = self.call(user, "GET", f"/sessions/{sid}")
+        assert status == 200
+        return check(Context.from_json(json.dumps(answer["notebook"])))
+
+    def refunds(self) -> list[tuple]:
+        with sqlite3.connect(self.db) as db:
+            return db.execute("SELECT call, order_id, amount FROM refunds").fetchall()
+
+    def trail(self) -> list[tuple]:
+        return [row[1:] for row in self.server.store.trail()]  # without the time
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def host(tmp_path):
+    made = []
+
+    def start(office=refund_office, **settings) -> Host:
+        made.append(Host(tmp_path / str(len(made)), office, **settings))
+        return made[-1]
+    for i in range(3):
+        (tmp_path / str(i)).mkdir()
+    yield start
+    for h in made:
+        h.close()
+
+
+def names(stream) -> list[str]:
+    return [f"{event}:{data['tool']}" if event == "result" else event for event, data in stream]
+
+
+# ----------------------------------------------------------------------------
+# the protocol
+
+def test_a_whole_session_create_ask_stream_approve_stream(host):
+    h = host()
+    sid = h.new()
+    status, response, stream = h.ask(sid)
+    assert status == 200 and response.getheader("Content-Type") == "text/event-stream"
+    assert names(stream) == ["result:look_up_order", "result:check_policy", "approval_required"]
+    assert stream[0][1]["content"] == "A1234, Wireless Headphones, $79, delivered, reported defective"
+    asked = stream[-1][1]
+    assert (asked["tool"], asked["args"], asked["call"]) == ("issue_refund", {"order_id": "A1234", "amount": 79}, 5)
+    # what waits is in the notebook, and GET says so
+    status, _, shown = h.call("alice", "GET", f"/sessions/{sid}")
+    assert shown["pending"] == {"tool": "issue_refund", "args": {"order_id": "A1234", "amount": 79}, "call": 5}
+    assert h.notebook(sid).pending.tool == "issue_refund" and h.refunds() == []
+    # the human says yes, and the rest of the run streams
+    status, _, stream = h.verdict(sid, asked["approval_token"])
+    assert status == 200
+    assert names(stream) == ["result:issue_refund", "result:final_answer", "done"]
+    assert stream[0][1]["content"] == "$79 refunded to the original card (receipt R1)"
+    assert stream[-1][1] == {"answer": ANSWER}
+    ctx = h.notebook(sid)
+    # question, then (decision, result) x2, decision, verdict, result, decision, result
+    assert [m.role for m in ctx] == ["user"] + ["assistant", "tool"] * 2 + ["assistant", "user", "tool"] \
+        + ["assistant", "tool"]
+    assert ctx[6].name == "alice" and ctx[6].is_verdict
+    assert [data["at"] for event, data in stream if event == "result"] == [7, 9]  # where each note is
+    assert h.refunds() == [(f"{sid}/5", "A1234", 79)]
+
+
+def test_each_event_is_one_line_of_json_named_by_event(host):
+    h = host()
+    sid = h.new()
+    conn = socket.create_connection(("127.0.0.1", h.port))
+    body = json.dumps({"text": QUESTION}).encode()
+    conn.sendall(f"POST /sessions/{sid}/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {h.users['alice']}\r\n"
+                 f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+    raw = b""
+    while chunk := conn.recv(65536):
+        raw += chunk
+    conn.close()
+    head, stream = raw.decode().split("\r\n\r\n", 1)
+    assert "Content-Type: text/event-stream" in head
+    blocks = stream.strip().split("\n\n")
+    assert len(blocks) == 3
+    for block in blocks:
+        event, data = block.split("\n")
+        assert event.startswith("event: ") and data.startswith("data: ")
+        json.loads(data.removeprefix("data: "))
+
+
+def test_approve_with_edited_arguments_runs_the_tool_with_them(host):
+    h = host()
+    sid, token = h.paused()
+    status, _, stream = h.verdict(sid, token, args={"order_id": "A1234", "amount": 70})
+    assert status == 200 and stream[0][1]["content"] == "$70 refunded to the original card (receipt R1)"
+    assert h.refunds() == [(f"{sid}/5", "A1234", 70)]
+    assert h.notebook(sid)[6].args == '{"order_id": "A1234", "amount": 70}'
+    assert ("alice", sid, "approved", 'issue_refund {"order_id": "A1234", "amount": 70}') in h.trail()
+
+
+def test_edited_arguments_that_dont_fit_the_tool_are_refused_and_change_nothing(host):
+    h = host()
+    sid, token = h.paused()
+    before = h.notebook(sid)
+    status, _, answer = h.verdict(sid, token, args={"order_id": "A1234", "amount": "all of it"})
+    assert status == 400 and "amount must be number" in answer["error"]
+    assert h.notebook(sid) == before and h.refunds() == []
+    assert h.verdict(sid, token)[0] == 200  # the same token still works: nothing was used up
+
+
+def test_deny_with_a_reason_and_the_refund_never_runs(host):
+    h = host()
+    sid, token = h.paused()
+    status, _, stream = h.call("alice", "POST", f"/sessions/{sid}/approvals",
+                               {"approval_token": token, "approve": False, "reason": "send it back first"})
+    assert status == 200
+    assert names(stream) == ["result:issue_refund", "result:final_answer", "done"]
+    assert stream[0][1]["error"] and stream[0][1]["content"] == "denied by alice: send it back first"
+    assert stream[-1][1]["answer"].startswith("Sorry, I can't refund A1234")
+    assert h.refunds() == []
+    assert ("alice", sid, "denied", "issue_refund: send it back first") in h.trail()
+
+
+def test_a_session_goes_on_with_a_second_question(host):
+    h = host()
+    sid, token = h.paused()
+    h.verdict(sid, token)
+    status, _, stream = h.ask(sid, "And order B9999?")
+    assert status == 200 and stream[-1] == ("done", {"answer": "Sorry, I can't refund B9999 right now. "
+                                                     "A teammate will follow up by email within a day."})
+    assert len(h.notebook(sid)) == 10 + 5
+
+
+def test_resume_hands_out_a_new_token_and_the_old_one_stops_working(host):
+    h = host()
+    sid, old = h.paused()
+    status, _, stream = h.call("alice", "POST", f"/sessions/{sid}/resume", {})
+    assert names(stream) == ["approval_required"]
+    new = stream[0][1]["approval_token"]
+    status, _, answer = h.verdict(sid, old)
+    assert status == 403 and "newer token replaced it" in answer["error"]
+    assert h.verdict(sid, new)[0] == 200
+
+
+# ----------------------------------------------------------------------------
+# the approval token: signed, bound, short-lived, single use
+
+def claims_of(token: str) -> dict:
+    body = token.split(".")[1]
+    return json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+
+
+def test_the_token_is_a_jwt_bound_to_user_session_call_and_arguments(host):
+    h = host()
+    sid, token = h.paused()
+    claims = claims_of(token)
+    assert claims.keys() == {"sub", "sid", "call", "args", "jti", "iat", "exp"}
+    assert (claims["sub"], claims["sid"], claims["call"]) == ("alice", sid, 5)
+    assert claims["args"] == digest('{"order_id": "A1234", "amount": 79}')
+    assert claims["exp"] - claims["iat"] == 600
+    assert verify(token, SECRET, time.time()) == claims
+
+
+@pytest.mark.parametrize("change, refusal", [
+    ({"sid": "another-session"}, "not for this session"),
+    ({"sub": "bob"}, "not for this user"),
+    ({"call": 3}, "not for this tool call"),
+    ({"args": digest('{"order_id": "A1234", "amount": 7900}')}, "not for this tool call's arguments"),
+    ({"jti": "an-old-one"}, "newer token replaced it"),
+])
+def test_a_token_bound_to_anything_else_is_refused_403(host, change, refusal):
+    h = host()
+    sid, token = h.paused()
+    forged = sign({**claims_of(token), **change}, SECRET)  # as if the server had signed it
+    status, _, answer = h.verdict(sid, forged)
+    assert status == 403 and refusal in answer["error"]
+    assert h.refunds() == [] and h.verdict(sid, token)[0] == 200  # nothing lost: the real token still works
+
+
+def test_a_token_for_another_session_of_the_same_user_is_refused(host):
+    h = host()
+    first, _ = h.paused()
+    second, token = h.paused()
+    status, _, answer = h.verdict(first, token)
+    assert status == 403 and "not for this session" in answer["error"]
+
+
+def test_a_tampered_token_another_secret_an_expired_one_and_alg_none_are_refused(host):
+    h = host()
+    sid, token = h.paused()
+    claims = claims_of(token)
+    head, body, signature = token.split(".")
+    tampered = head + "." + sign({**claims, "sub": "mallory"}, SECRET).split(".")[1] + "." + signature
+    none_head = sign({}, SECRET).split(".")[0].replace("SFMyNTYi", "bm9uZSIs")  # {"alg":"none",...}
+    attempts = {
+        "tampered": tampered,
+        "another secret": sign(claims, b"another secret, 32 bytes or more"),
+        "expired": sign({**claims, "exp": int(time.time()) - 1}, SECRET),
+        "alg none": f"{none_head}.{body}.",
+        "not a token": "hello",
+        "a signature with junk": token + "x",
+    }
+    for what, forged in attempts.items():
+        status, _, answer = h.verdict(sid, forged)
+        assert status == 403, what
+        assert "signature" in answer["error"] or "expired" in answer["error"] or "three parts" in answer["error"]
+    assert h.refunds() == []
+    assert sum(what == "refused 403" for _, _, what, _ in h.trail()) == len(attempts)
+
+
+def test_a_used_token_replayed_finds_nothing_pending(host):
+    h = host()
+    sid, token = h.paused()
+    assert h.verdict(sid, token)[0] == 200
+    status, _, answer = h.verdict(sid, token)
+    assert status == 409 and "nothing waits for approval" in answer["error"]
+    assert len(h.refunds()) == 1
+
+
+def test_two_approvals_racing_for_one_token_exactly_one_wins_and_the_refund_runs_once(host):
+    h = host(rate=(100.0, 100))
+    for _ in range(3):
+        sid, token = h.paused()
+        go, statuses = threading.Barrier(6), []
+
+        def approve_it(sid=sid, token=token, go=go, statuses=statuses):
+            go.wait()
+            statuses.append(h.verdict(sid, token)[0])
+        racers = [threading.Thread(target=approve_it) for _ in range(6)]
+        for t in racers:
+            t.start()
+        for t in racers:
+            t.join()
+        assert sorted(statuses) == [200] + [409] * 5
+        assert sum(call.startswith(sid) for call, _, _ in h.refunds()) == 1
+        assert sum(m.name == "issue_refund" for m in h.notebook(sid)) == 1
+
+
+@settings(max_examples=50, deadline=None)
+@given(claims=st.dictionaries(st.sampled_from(["sub", "sid", "jti"]), st.text(max_size=8)),
+       at=st.integers(min_value=0), char=st.sampled_from("AQgw-_x."))
+def test_changing_any_one_character_of_a_token_breaks_it(claims, at, char):
+    token = sign({**claims, "exp": 2**40}, SECRET)
+    at %= len(token)
+    changed = token[:at] + char + token[at + 1:]
+    if changed != token:
+        with pytest.raises(ValueError):  # the signature covers the text, so even base64's spare bits count
+            verify(changed, SECRET, time.time())
+    assert verify(token, SECRET, time.time()) == {**claims, "exp": 2**40}
+
+
+# ----------------------------------------------------------------------------
+# who may see what, and when a session is busy
+
+def test_another_users_session_answers_404_exactly_like_a_missing_one(host):
+    h = host()
+    sid, token = h.paused()
+    for method, path, body in [("GET", "", None), ("POST", "/messages", {"text": "hi"}), ("POST", "/resume", {}),
+                               ("POST", "/approvals", {"approval_token": token, "approve": True})]:
+        theirs = h.call("bob", method, f"/sessions/{sid}{path}", body)
+        missing = h.call("bob", method, f"/sessions/no-such-session{path}", body)
+        assert theirs[0] == missing[0] == 404 and theirs[2] == missing[2] == {"error": "no such session"}
+    assert h.refunds() == [] and h.notebook(sid).pending is not None
+
+
+def test_a_message_while_an_approval_waits_gets_409_until_the_human_decides(host):
+    h = host()
+    sid, token = h.paused()
+    status, _, answer = h.ask(sid, "hello?")
+    assert status == 409 and "waits for a verdict" in answer["error"]
+    assert h.verdict(sid, token)[0] == 200
+    assert h.ask(sid, "And order B9999?")[0] == 200
+
+
+def blocking_office(started: threading.Event, release: threading.Event):
+    """An office whose first tool waits until the test lets it go, then does nine quick turns."""
+    @as_tool
+    def wait() -> str:
+        """Wait for the test."""
+        started.set()
+        assert release.wait(60)
+        return "waited"
+
+    @as_tool
+    def tick() -> str:
+        """A quick turn."""
+        return "tick"
+    policy = scripted(Action("wait", {}), *[Action("tick", {})] * 9, Action("final_answer", {"answer": "ok"}))
+    return lambda db: Agent(policy, [wait, tick, final_answer], max_steps=20)
+
+
+def test_a_second_message_while_a_run_streams_gets_409(host):
+    started, release = threading.Event(), threading.Event()
+    h = host(blocking_office(started, release))
+    sid = h.new()
+    first = []
+    runner = threading.Thread(target=lambda: first.append(h.ask(sid, "go")))
+    runner.start()
+    assert started.wait(60)
+    status, _, answer = h.ask(sid, "me too")
+    assert status == 409 and "a run is streaming" in answer["error"]
+    assert h.call("alice", "POST", f"/sessions/{sid}/resume", {})[0] == 409
+    assert h.call("alice", "GET", f"/sessions/{sid}")[2]["running"] is True
+    release.set()
+    runner.join()
+    assert first[0][2][-1] == ("done", {"answer": "ok"})
+    assert [m.content for m in h.notebook(sid) if m.is_question] == ["go"]  # "me too" never got in
+
+
+def test_driving_the_loop_too_often_gets_429_with_retry_after(host):
+    h = host(rate=(0.01, 2))  # two runs at once, then one per 100 seconds
+    sid = h.new()
+    assert h.ask(sid)[0] == 200
+    assert h.call("alice", "POST", f"/sessions/{sid}/resume", {})[0] == 200
+    status, response, answer = h.ask(sid, "again")
+    assert status == 429 and "too many runs" in answer["error"]
+    assert 90 <= int(response.getheader("Retry-After")) <= 100
+    assert h.paused("bob")  # per user: bob still drives his own sessions
+    assert ("alice", sid, "refused 429", "too many runs: wait and try again") in h.trail()
+
+
+# ----------------------------------------------------------------------------
+# what a run may cost, and what never reaches a client
+
+def test_a_brain_that_calls_tools_forever_is_stopped_by_the_step_budget(host):
+    @as_tool
+    def spin() -> str:
+        """Go round again."""
+        return "round"
+
+    def forever(ctx, tools):
+        return Action("spin", {}, "once more")
+    h = host(lambda db: Agent(forever, [spin, final_answer], max_steps=4))
+    sid = h.new()
+    status, _, stream = h.ask(sid, "go")
+    assert names(stream) == ["result:spin"] * 4 + ["out_of_steps"]
+    assert stream[-1][1] == {"note": "out of steps: stopped after 4 turns without an answer"}
+    assert len(h.notebook(sid)) == 1 + 4 * 2 + 1
+
+
+def test_unknown_tools_and_bad_arguments_never_run_and_a_failing_tools_secret_never_leaks(host):
+    ran = []
+
+    @as_tool
+    def charge(amount: int) -> str:
+        """Charge a card."""
+        ran.append(amount)
+        raise ConnectionError("https://pay.example/charge?key=sk_live_SECRET refused")
+    policy = scripted(Action("steal", {"all": True}), Action("charge", {"amount": "lots"}),
+                      Action("charge", {"amount": 5}), Action("final_answer", {"answer": "sorry"}))
+    h = host(lambda db: Agent(policy, [charge, final_answer]))
+    sid = h.new()
+    status, _, stream = h.ask(sid, "pay")
+    assert names(stream) == ["result:steal", "result:charge", "result:charge", "result:final_answer", "done"]
+    assert all(data["error"] for _, data in stream[:3]) and ran == [5]
+    assert stream[0][1]["content"].startswith("error: there is no tool named 'steal'")
+    assert stream[1][1]["content"].startswith("error: bad arguments for charge")
+    assert stream[2][1]["content"] == "error: charge failed: RuntimeError: the tool failed"
+    shown = json.dumps(h.call("alice", "GET", f"/sessions/{sid}")[2])
+    for seen in (json.dumps(stream), shown, json.dumps(h.trail())):
+        assert "SECRET" not in seen and "pay.example" not in seen
+    assert ("alice", sid, "tool call", "charge (call 5) failed") in h.trail()
+
+
+def test_a_brain_that_fails_to_think_ends_the_stream_with_a_generic_error_and_keeps_the_notebook(host):
+    def broken(ctx, tools):
+        if len(ctx) > 2:
+            raise RuntimeError("model server at http://10.0.0.1 said: key sk_live_SECRET expired")
+        return Action("tick", {})
+
+    @as_tool
+    def tick() -> str:
+        """Tick."""
+        return "tick"
+    h = host(lambda db: Agent(broken, [tick, final_answer]))
+    sid = h.new()
+    status, _, stream = h.ask(sid, "go")
+    assert names(stream) == ["result:tick", "error"] and "SECRET" not in json.dumps(stream)
+    assert len(h.notebook(sid)) == 3  # question, decision, result: kept
+    assert h.call("alice", "GET", f"/sessions/{sid}")[2]["running"] is False  # and the session is free
+
+
+# ----------------------------------------------------------------------------
+# bad requests: a clear 4xx with a JSON error, and nothing changes
+
+BAD_BODIES = [
+    (b"{not json", 400, "not valid JSON"),
+    (b'{"text": "a", "text": "b"}', 400, "'text' appears twice"),
+    (b'{"text": ' + b"[" * 50 + b"]" * 50 + b"}", 400, "nested deeper than 8"),
+    (b'{"text": ' + b"[" * 100000 + b"]" * 100000 + b"}", 413, "over 65536 bytes"),
+    (b'{"text": "\\ud800 lone"}', 400, "surrogate"),
+    (b'{"text": NaN}', 400, "NaN is not JSON"),
+    (b'["text"]', 400, "must be a JSON object"),
+    (b'{"text": "hi", "admin": true}', 400, "unknown ['admin']"),
+    (b"{}", 400, "missing ['text']"),
+    (b'{"text": 5}', 400, '"text" must be a JSON string'),
+    (b'{"text": "   "}', 400, "1 to 4000 characters"),
+    (json.dumps({"text": "x" * (MAX_TEXT + 1)}).encode(), 400, "1 to 4000 characters"),
+    (b"\xff\xfe", 400, "UTF-8"),
+]
+
+
+@pytest.mark.parametrize("body, status, says", BAD_BODIES, ids=[s for _, _, s in BAD_BODIES])
+def test_a_bad_message_body_is_refused_with_a_json_error_and_changes_nothing(host, body, status, says):
+    h = host()
+    sid = h.new()
+    got, response, answer = h.call("alice", "POST", f"/sessions/{sid}/messages", body)
+    assert (got, response.getheader("Content-Type")) == (status, "application/json")
+    assert says in answer["error"]
+    assert len(h.notebook(sid)) == 0
+
+
+def test_bad_approval_bodies_are_refused(host):
+    h = host()
+    sid, token = h.paused()
+    for body, says in [({"approval_token": token}, "missing ['approve']"),
+                       ({"approval_token": token, "approve": 1}, "true or false"),
+                       ({"approval_token": token, "approve": True, "reason": "x"}, "not the other way"),
+                       ({"approval_token": token, "approve": False, "args": {}}, "not the other way"),
+                       ({"approval_token": token, "approve": True, "args": "{}"}, "JSON object")]:
+        status, _, answer = h.call("alice", "POST", f"/sessions/{sid}/approvals", body)
+        assert status == 400 and says in answer["error"], body
+    assert h.verdict(sid, token)[0] == 200
+
+
+def test_a_missing_or_unknown_bearer_token_gets_401_and_the_token_is_never_echoed(host):
+    h = host()
+    for token in (None, "mallory-guessed-token", h.users["alice"] + "x", ""):
+        status, response, answer = request(h.port, "POST", "/sessions", token)
+        assert status == 401 and response.getheader("WWW-Authenticate") == "Bearer"
+        assert "Bearer <token>" in answer["error"]
+    assert "mallory" not in json.dumps(h.trail())
+    assert h.call("alice", "GET", "/nowhere")[0] == 404
+
+
+def test_a_chunked_body_is_refused_411(host):
+    h = host()
+    conn = socket.create_connection(("127.0.0.1", h.port))
+    conn.sendall(b"POST /sessions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                 b"Authorization: Bearer alice-token-0123456789\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
+    assert conn.makefile("rb").readline().startswith(b"HTTP/1.0 411")
+    conn.close()
+
+
+def test_a_slow_client_is_dropped_while_others_are_served(host):
+    h = host(timeout=1.0)
+    slow = socket.create_connection(("127.0.0.1", h.port))
+    slow.sendall(b"POST /sessions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")  # 99 bytes never come
+    started = time.monotonic()
+    assert h.new()  # served meanwhile
+    slow.settimeout(60)
+    assert slow.recv(100) == b""  # the server hung up on it
+    assert time.monotonic() - started < 30
+    slow.close()
+    stalled = socket.create_connection(("127.0.0.1", h.port))
+    stalled.sendall(b"GET /sessions/x HTTP/1.1\r\n")  # the headers never end
+    stalled.settimeout(60)
+    assert stalled.recv(100) == b""
+    stalled.close()
+
+
+def test_a_client_that_disconnects_mid_stream_cancels_the_run_and_the_session_goes_on(host):
+    started, release = threading.Event(), threading.Event()
+    h = host(blocking_office(started, release))
+    sid = h.new()
+    conn = socket.create_connection(("127.0.0.1", h.port))
+    body = b'{"text": "go"}'
+    conn.sendall(f"POST /sessions/{sid}/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {h.users['alice']}\r\n"
+                 f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+    assert started.wait(60)
+    conn.close()  # gone, while the first tool still works
+    release.set()
+    deadline = time.monotonic() + 60
+    while h.call("alice", "GET", f"/sessions/{sid}")[2]["running"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    ctx = h.notebook(sid)
+    # the writes that fail cancel the run: it stops long before its ten turns, keeping what was done
+    assert ctx[2].content == "waited" and sum(m.is_decision for m in ctx) < 10 and ctx.last().is_result
+    status, _, stream = h.call("alice", "POST", f"/sessions/{sid}/resume", {})
+    assert stream[-1] == ("done", {"answer": "ok"})
+    assert sum(m.content == "tick" for m in h.notebook(sid)) == 9  # each turn once, none twice
+
+
+# ----------------------------------------------------------------------------
+# the audit trail, and a restart
+
+def test_the_audit_trail_keeps_every_call_and_verdict_and_refusal_and_cannot_be_changed(host):
+    h = host()
+    sid, token = h.paused()
+    h.verdict(sid, token)
+    h.verdict(sid, token)  # replayed: 409
+    h.call("bob", "GET", f"/sessions/{sid}")  # not bob's: 404
+    assert h.trail() == [
+        ("alice", sid, "created", ""),
+        ("alice", sid, "tool call", "look_up_order (call 1)"),
+        ("alice", sid, "tool call", "check_policy (call 3)"),
+        ("alice", sid, "approval requested", 'issue_refund {"order_id": "A1234", "amount": 79}'),
+        ("alice", sid, "approved", 'issue_refund {"order_id": "A1234", "amount": 79}'),
+        ("alice", sid, "tool call", "issue_refund (call 5)"),
+        ("alice", sid, "tool call", "final_answer (call 8)"),
+        ("alice", sid, "refused 409", "nothing waits for approval on this session: the token was used, "
+                                      "or the run moved on"),
+        ("bob", sid, "refused 404", "no such session"),
+    ]
+    with sqlite3.connect(h.db) as db:
+        for change in ("UPDATE audit SET user = 'mallory'", "DELETE FROM audit"):
+            with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+                db.execute(change)
+    assert len(h.trail()) == 9
+
+
+def test_sessions_pending_approvals_and_tokens_survive_a_restart(tmp_path):
+    first = Host(tmp_path)
+    sid, token = first.paused()
+    first.close()
+    second = Host(tmp_path)  # the same database file and the same secret
+    try:
+        assert second.notebook(sid).pending.tool == "issue_refund"
+        status, _, stream = second.verdict(sid, token)
+        assert status == 200 and stream[-1] == ("done", {"answer": ANSWER})
+        assert second.trail()[0] == ("alice", sid, "created", "")  # the trail from before the restart too
+    finally:
+        second.close()
+
+
+def test_what_http_server_refuses_by_itself_is_json_too(host):
+    h = host()  # an unknown method; a request line over 65536 bytes (sent whole: all of it is read)
+    for raw, status in [(b"BREW /sessions HTTP/1.1\r\n\r\n", 501), (b"GET /" + b"x" * 65532, 414)]:
+        conn = socket.create_connection(("127.0.0.1", h.port))
+        conn.sendall(raw)
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+        conn.close()
+        head, body = answer.decode().split("\r\n\r\n", 1)
+        assert head.split(" ")[1] == str(status) and "application/json" in head
+        assert json.loads(body)["error"]
+
+
+def test_a_notebook_broken_in_the_database_is_refused_with_500_and_its_text_never_shown(host):
+    h = host()
+    sid, token = h.paused()
+    with sqlite3.connect(h.db) as db:  # someone edits the row by hand: a result with no decision
+        db.execute("UPDATE sessions SET notebook = ? WHERE id = ?",
+                   ('{"format": "microagent.context/1", "messages": [{"role": "tool", "content": "$1M", '
+                    '"name": "issue_refund"}]}', sid))
+    status, _, answer = h.call("alice", "GET", f"/sessions/{sid}")
+    assert status == 500 and answer == {"error": "the server failed; the details went to its log"}
+    assert h.verdict(sid, token)[0] == 500 and h.refunds() == []
+
+
+def test_an_edited_approval_streams_the_arguments_the_tool_ran_with(host):
+    h = host()
+    sid, token = h.paused()
+    status, _, stream = h.verdict(sid, token, args={"order_id": "A1234", "amount": 70})
+    assert stream[0][1]["args"] == '{"order_id": "A1234", "amount": 70}'
+    sid, token = h.paused()
+    status, _, stream = h.call("alice", "POST", f"/sessions/{sid}/approvals",
+                               {"approval_token": token, "approve": False})
+    assert stream[0][1]["args"] is None and stream[0][1]["content"] == "denied by alice: no reason given"
+
+
+@pytest.fixture(scope="module")
+def waiting(tmp_path_factory):
+    """One server for many generated requests, and a session on it that waits for approval."""
+    h = Host(tmp_path_factory.mktemp("waiting"), rate=(1000.0, 1000))
+    yield h, *h.paused()
+    h.close()
+
+
+json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+                           max_leaves=10)
+bodies = st.one_of(st.binary(max_size=100), json_values.map(lambda v: json.dumps(v).encode()),
+                   st.dictionaries(st.sampled_from(["text", "approval_token", "approve", "reason", "args", "x"]),
+                                   json_values, max_size=4).map(lambda v: json.dumps(v).encode()))
+
+
+@settings(max_examples=150, deadline=None)
+@given(route=st.sampled_from(["messages", "approvals", "resume"]), body=bodies)
+def test_whatever_a_client_sends_it_gets_a_json_refusal_and_nothing_changes(waiting, route, body):
+    h, sid, token = waiting
+    before = h.notebook(sid)
+    status, response, answer = h.call("alice", "POST", f"/sessions/{sid}/{route}", body)
+    if route == "resume" and status == 200:  # a well-formed resume: the same token, asked again
+        assert answer[-1][0] == "approval_required"
+    else:
+        assert status in (400, 403, 409) and response.getheader("Content-Type") == "application/json"
+        assert isinstance(answer["error"], str) and answer["error"]
+    assert h.notebook(sid) == before and h.refunds() == []

@@ -1,0 +1,259 @@
+"""The hosted loop across real server processes: killed with SIGKILL mid-run, and two sharing one database.
+
+Each server here is `python -m microagent.host` in a subprocess, serving the
+refund office from host_offices.gated_office, whose tools the test can hold
+at a gate (files in a folder) to kill or race a process at an exact moment.
+"""
+
+import json
+import os
+import pathlib
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from host_offices import request
+from llm_server import reply, serve  # a stand-in model server on 127.0.0.1, with scripted replies
+from microagent import Context
+from microagent.invariants import check
+
+TESTS = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(TESTS.parent / "benchmarks"))
+import host_load  # noqa: E402  (benchmarks/host_load.py, whose figures the README quotes)
+TOKEN = "alice-token-0123456789"
+QUESTION = {"text": "Can I get a refund for order A1234? It arrived broken."}
+
+pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
+
+
+class Servers:
+    """Start server processes on one database; each is killed at the end of the test."""
+
+    def __init__(self, tmp_path):
+        self.dir, self.gates, self.procs = tmp_path, tmp_path / "gates", []
+        self.gates.mkdir()
+        (tmp_path / "users.json").write_text('{"alice": "%s"}' % TOKEN)
+
+    def start(self, lease: float = 30.0) -> tuple[subprocess.Popen, int]:
+        env = {**os.environ, "PYTHONPATH": str(TESTS), "HOST_GATES": str(self.gates),
+               "MICROAGENT_HOST_SECRET": "a test secret, the same for every process"}
+        log = open(self.dir / f"server{len(self.procs)}.log", "w")
+        proc = subprocess.Popen([sys.executable, "-m", "microagent.host", "--db", "host.db", "--users", "users.json",
+                                 "--port", "0", "--office", "host_offices:gated_office", "--lease", str(lease)],
+                                cwd=self.dir, env=env, stdout=subprocess.PIPE, stderr=log, text=True)
+        log.close()
+        self.procs.append(proc)
+        line = proc.stdout.readline()  # "serving on http://127.0.0.1:PORT (...)"
+        assert line.startswith("serving on http://127.0.0.1:"), line
+        return proc, int(line.split(":")[2].split(" ")[0])
+
+    def gate(self, name: str, on: bool = True) -> None:
+        (self.gates / name).touch() if on else (self.gates / name).unlink()
+
+    def wait_for(self, name: str) -> None:
+        deadline = time.monotonic() + 60
+        while not (self.gates / name).exists():
+            assert time.monotonic() < deadline, f"{name} never came"
+            time.sleep(0.02)
+
+    def refunds(self) -> list[tuple]:
+        with sqlite3.connect(self.dir / "host.db") as db:
+            return db.execute("SELECT call, order_id, amount FROM refunds").fetchall()
+
+    def close(self):
+        for proc in self.procs:
+            proc.kill()
+            proc.wait(60)
+            proc.stdout.close()
+
+
+@pytest.fixture
+def servers(tmp_path):
+    made = Servers(tmp_path)
+    yield made
+    made.close()
+
+
+def call(port, method, path, body=None):
+    return request(port, method, path, TOKEN, body)
+
+
+def in_background(fn, *args) -> tuple[threading.Thread, list]:
+    out = []
+    thread = threading.Thread(target=lambda: out.append(fn(*args)), daemon=True)
+    thread.start()
+    return thread, out
+
+
+def resume_when_free(port, sid):
+    """Resume the session as soon as the dead server's lease has run out."""
+    deadline = time.monotonic() + 60
+    while True:
+        status, _, got = call(port, "POST", f"/sessions/{sid}/resume", {})
+        if status != 409 or time.monotonic() > deadline:
+            return status, got
+        time.sleep(0.2)
+
+
+def notebook(port, sid) -> Context:
+    return check(Context.from_json(json.dumps(call(port, "GET", f"/sessions/{sid}")[2]["notebook"])))
+
+
+def test_sigkill_mid_run_then_restart_keeps_every_streamed_step_and_pays_the_refund_once(servers):
+    proc, port = servers.start(lease=2)
+    sid = call(port, "POST", "/sessions")[2]["id"]
+    # 1. killed while check_policy runs: look_up_order was streamed, so it must be in the notebook
+    servers.gate("block-before-check_policy")
+    thread, out = in_background(call, port, "POST", f"/sessions/{sid}/messages", QUESTION)
+    servers.wait_for("entered-check_policy")
+    proc.send_signal(signal.SIGKILL)
+    thread.join(60)
+    streamed = out[0][2]
+    assert [e for e, _ in streamed] == ["result"] and streamed[0][1]["tool"] == "look_up_order"
+    servers.gate("block-before-check_policy", on=False)
+    proc, port = servers.start(lease=2)
+    ctx = notebook(port, sid)
+    for _, data in streamed:
+        assert ctx[data["at"]].content == data["content"]  # every step that was streamed was committed
+    status, stream = resume_when_free(port, sid)  # the dead server's lease runs out, and the session goes on
+    assert status == 200 and [e for e, _ in stream] == ["result", "approval_required"]
+    token = stream[-1][1]["approval_token"]
+    # 2. killed after the approved refund was paid but before its result was committed
+    servers.gate("block-after-issue_refund")
+    thread, out = in_background(call, port, "POST", f"/sessions/{sid}/approvals",
+                                {"approval_token": token, "approve": True})
+    servers.wait_for("done-issue_refund")
+    proc.send_signal(signal.SIGKILL)
+    thread.join(60)
+    assert servers.refunds() == [(f"{sid}/5", "A1234", 79)]
+    servers.gate("block-after-issue_refund", on=False)
+    proc, port = servers.start(lease=2)
+    ctx = notebook(port, sid)
+    assert ctx.last().is_verdict and ctx.last().name == "alice"  # the approval was committed before the tool ran
+    status, stream = resume_when_free(port, sid)
+    # the refund ran again (at least once), and handed back the first receipt: paid once
+    assert [e for e, _ in stream] == ["result", "result", "done"]
+    assert stream[0][1]["content"] == "$79 refunded to the original card (receipt R1)"
+    assert servers.refunds() == [(f"{sid}/5", "A1234", 79)]
+    assert sum(m.name == "issue_refund" and m.is_result for m in notebook(port, sid)) == 1
+
+
+def test_two_server_processes_on_one_database_never_run_an_approval_twice(servers):
+    (_, a), (_, b) = servers.start(), servers.start()
+    for _ in range(3):
+        sid = call(a, "POST", "/sessions")[2]["id"]
+        token = call(a, "POST", f"/sessions/{sid}/messages", QUESTION)[2][-1][1]["approval_token"]
+        body = {"approval_token": token, "approve": True}
+        racers = [in_background(call, port, "POST", f"/sessions/{sid}/approvals", body) for port in (a, b, a, b)]
+        for thread, _ in racers:
+            thread.join(60)
+        assert sorted(out[0][0] for _, out in racers) == [200, 409, 409, 409]
+        assert sum(call_id.startswith(sid) for call_id, _, _ in servers.refunds()) == 1
+        assert sum(m.name == "issue_refund" and m.is_result for m in notebook(b, sid)) == 1
+
+
+def test_two_server_processes_never_interleave_two_runs_on_one_session(servers):
+    (_, a), (_, b) = servers.start(), servers.start()
+    sid = call(a, "POST", "/sessions")[2]["id"]
+    servers.gate("block-before-look_up_order")  # the winner's run holds the session for a while
+    racers = [in_background(call, port, "POST", f"/sessions/{sid}/messages", QUESTION) for port in (a, b)]
+    servers.wait_for("entered-look_up_order")
+    deadline = time.monotonic() + 60
+    while not any(out for _, out in racers) and time.monotonic() < deadline:  # the loser, while the winner runs
+        time.sleep(0.02)
+    [(status, _, refused)] = [out[0] for _, out in racers if out]
+    assert status == 409 and refused["error"] in ("a run is streaming on this session: wait for it to end",
+                                                  "another request changed this session first: load it again")
+    servers.gate("release")
+    for thread, _ in racers:
+        thread.join(60)
+    assert sorted(out[0][0] for _, out in racers) == [200, 409]
+    assert [m.is_question for m in notebook(a, sid)].count(True) == 1
+
+
+def test_the_load_benchmark_in_small_loses_nothing(tmp_path):
+    users = {f"user{i}": f"token-{i:04d}-of-the-test" for i in range(10)}
+    proc, port = host_load.serve(str(tmp_path), users)
+    try:
+        sids, times, seconds = host_load.load(port, list(users.values()), sessions=2, deadline=240)
+        assert len(sids) == 20 and len(times) == 60 and len({sid for _, sid in sids}) == 20
+        for ctx in host_load.notebooks(port, sids):  # each checked by microagent.invariants on the way
+            assert len(ctx) == 10 and ctx.last().content.startswith("Good news, A1234 qualifies")
+    finally:
+        proc.kill()
+        proc.wait(60)
+        proc.stdout.close()
+
+
+def test_python_dash_m_microagent_host_and_the_example_client_run_a_whole_refund(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "MICROAGENT_HOST_SECRET"}
+    proc = subprocess.Popen([sys.executable, "-m", "microagent.host", "--port", "0"], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("serving on http://127.0.0.1:") and "microagent-users.json" in line
+        url = line.split(" ")[2]
+        users = tmp_path / "microagent-users.json"
+        # made on first start, readable by their owner only: the users' tokens and the signing secret
+        assert set(json.loads(users.read_text())) == {"alice", "bob"}
+        assert oct(users.stat().st_mode & 0o777) == oct((tmp_path / "microagent-host.db.secret").stat().st_mode
+                                                        & 0o777) == "0o600"
+        client = [sys.executable, str(TESTS.parent / "examples" / "host_client.py"), "--url", url, "--users", str(users)]
+        out = subprocess.run(client + ["--amount", "70"], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.splitlines() == [
+            "alice asks: Can I get a refund for order A1234? It arrived broken.",
+            "  look_up_order -> A1234, Wireless Headphones, $79, delivered, reported defective",
+            "  check_policy -> eligible, within the 30 day window and reported defective",
+            '  waiting for approval: issue_refund {"order_id": "A1234", "amount": 79}',
+            "alice approves:",
+            "  issue_refund -> $70 refunded to the original card (receipt R1)",
+            "  final_answer -> Good news, A1234 qualifies. I refunded $70 to your card, here in 3 to 5 days.",
+            '  done: {"answer": "Good news, A1234 qualifies. I refunded $70 to your card, here in 3 to 5 days."}',
+        ]
+        out = subprocess.run(client + ["--deny", "send it back first"], capture_output=True, text=True, timeout=120)
+        assert "  issue_refund -> denied by alice: send it back first" in out.stdout.splitlines()
+    finally:
+        proc.kill()
+        proc.wait(60)
+        proc.stdout.close()
+    trail = subprocess.run([sys.executable, "-m", "microagent.host", "--audit"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=60).stdout.splitlines()
+    assert [" | ".join(row.split(" | ")[3:]) for row in trail[3:6]] == [
+        'approval requested | issue_refund {"order_id": "A1234", "amount": 79}',
+        'approved | issue_refund {"order_id": "A1234", "amount": 70.0}',
+        "tool call | issue_refund (call 5)",
+    ]
+    assert trail[0].split(" | ")[1] == "alice" and "denied | issue_refund: send it back first" in trail[-3]
+
+
+def test_with_model_the_hosted_office_thinks_with_an_llm_and_its_text_streams_as_thinking(tmp_path):
+    model = serve([reply("Let me look.", calls=[("look_up_order", '{"order_id": "A1234"}')]),
+                   reply(calls=[("issue_refund", '{"order_id": "A1234", "amount": 79}')]),
+                   reply("Refunded $79 to your card.")])
+    (tmp_path / "users.json").write_text('{"alice": "%s"}' % TOKEN)
+    proc = subprocess.Popen([sys.executable, "-m", "microagent.host", "--port", "0", "--users", "users.json",
+                             "--model", "stand-in", "--base-url", model.url], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        port = int(proc.stdout.readline().split("127.0.0.1:")[1].split(" ")[0])
+        sid = call(port, "POST", "/sessions")[2]["id"]
+        status, _, stream = call(port, "POST", f"/sessions/{sid}/messages", QUESTION)
+        thought = "".join(data["text"] for event, data in stream if event == "thinking")
+        assert thought == "Let me look." and len([e for e, _ in stream if e == "thinking"]) > 1  # in pieces
+        assert [e for e, _ in stream if e != "thinking"] == ["result", "approval_required"]
+        token = stream[-1][1]["approval_token"]
+        status, _, stream = call(port, "POST", f"/sessions/{sid}/approvals", {"approval_token": token, "approve": True})
+        assert [e for e, _ in stream if e != "thinking"] == ["result", "result", "done"]
+        assert stream[-1][1] == {"answer": "Refunded $79 to your card."}
+        assert stream[0][1]["content"] == "$79 refunded to the original card (receipt R1)"
+    finally:
+        proc.kill()
+        proc.wait(60)
+        proc.stdout.close()
+        model.close()
