@@ -49,6 +49,7 @@ import sqlite3
 import sys
 import threading
 import time
+from collections import Counter
 
 from microagent.agent import DONE, OUT_OF_STEPS, PAUSED, Agent
 from microagent.approval import approve, deny
@@ -182,10 +183,11 @@ class Refused(Exception):
 def parse(body: bytes, required: dict, optional: dict | None = None) -> dict:
     """The request's JSON object, checked: no duplicate keys, deep nesting or lone surrogates."""
     def unique(pairs):
-        keys = [k for k, _ in pairs]
-        if len(set(keys)) != len(keys):
-            raise ValueError(f"the key {next(k for k in keys if keys.count(k) > 1)!r} appears twice")
-        return dict(pairs)
+        data = dict(pairs)
+        if len(data) != len(pairs):  # found in one pass, however many keys a hostile body holds
+            raise ValueError(f"the key {next(k for k, n in Counter(k for k, _ in pairs).items() if n > 1)!r} "
+                             "appears twice")
+        return data
 
     def refuse(constant):
         raise ValueError(f"{constant} is not JSON")
