@@ -95,21 +95,37 @@ def test_01_the_rebuilt_message_has_the_library_fields_and_defaults(nb01):
     assert nb01["Message"].__dataclass_params__.frozen
 
 
-anything = st.one_of(st.none(), st.text(max_size=4), st.sampled_from(ROLES + ("boss",)), st.integers(),
-                     st.dictionaries(st.text(max_size=2), st.integers(), max_size=1))
-
-
-@given(role=anything, content=anything, name=anything, tool=anything, args=anything,
-       notes=st.sampled_from(["none", "one of its own", "a list", "a string inside"]),
-       error=st.one_of(st.booleans(), anything))
+@given(role=st.sampled_from(ROLES + ("boss", "costumer")), content=st.text(max_size=4),
+       name=st.none() | st.text(max_size=4), tool=st.none() | st.just("") | st.text(max_size=4),
+       args=st.none() | st.text(max_size=4) | st.dictionaries(st.text(max_size=2), st.integers(), max_size=1),
+       notes=st.sampled_from(["none", "one of its own", "a list"]), error=st.booleans())
 def test_01_the_rebuilt_message_accepts_and_refuses_like_the_library(nb01, role, content, name, tool, args, notes,
                                                                      error):
+    # valid notes, and the mistakes the notebook teaches: a misspelled role, a dict for args, a list for notes
     def make(cls):
-        inner = {"none": (), "one of its own": (cls(USER, "hi"),), "a list": [cls(USER, "hi")],
-                 "a string inside": ("hi",)}[notes]
+        inner = {"none": (), "one of its own": (cls(USER, "hi"),), "a list": [cls(USER, "hi")]}[notes]
         kind, value = outcome(cls, role, content, name, tool, args, inner, error)
         return (kind, dataclasses.astuple(value)) if kind == "ok" else (kind, value)
     assert make(nb01["Message"]) == make(Message)
+
+
+KINDS = ("is_question", "is_decision", "is_verdict", "is_result")
+
+
+@given(role=st.sampled_from(ROLES), tool=st.none() | st.just("") | st.text(max_size=3), error=st.booleans())
+def test_01_the_rebuilt_kinds_of_note_match_the_library(nb01, role, tool, error):
+    ours, theirs = nb01["Message"](role, "x", tool=tool, error=error), Message(role, "x", tool=tool, error=error)
+    assert [getattr(ours, k) for k in KINDS] == [getattr(theirs, k) for k in KINDS]
+    assert sum(getattr(theirs, k) for k in KINDS) <= 1  # a note is at most one of the four kinds
+
+
+def test_01_the_exercises_pass_with_their_worked_answers(nb01):
+    assert nb01["check_1"](nb01["predicted_kinds"]).startswith("exercise 1 done")
+    assert nb01["check_2"](nb01["drifting"]).startswith("exercise 2 done")
+    with pytest.raises(AssertionError, match="exercise 1: note"):
+        nb01["check_1"](["question"] * 5)
+    with pytest.raises(AssertionError, match="exercise 2: "):
+        nb01["check_2"](nb01["Message"](ASSISTANT, "hm", tool="look_up_order"))
 
 
 # --- 02: the notebook -----------------------------------------------------------------
@@ -131,6 +147,20 @@ def test_02_the_rebuilt_notebook_saves_the_same_text_and_loads_it_back(nb02, msg
     assert (len(ours), ours.last(), list(ours)) == (len(Context(tuple(msgs))), Context(tuple(msgs)).last(), msgs)
 
 
+@given(notes)
+def test_02_the_rebuilt_pending_finds_the_decision_the_library_finds(nb02, msgs):
+    assert nb02["pending"](nb02["Context"](tuple(msgs))) == Context(tuple(msgs)).pending
+
+
+def test_02_the_exercises_pass_with_their_worked_answers(nb02):
+    assert nb02["check_1"](nb02["predicted"]) == "exercise 1 done: (1, 2, 4)"
+    assert nb02["check_2"](nb02["paused_text"]).startswith("exercise 2 done")
+    with pytest.raises(AssertionError, match="exercise 1: "):
+        nb02["check_1"]((2, 2, 4))
+    with pytest.raises(AssertionError, match="exercise 2: it loads, but pending"):
+        nb02["check_2"](Context().add(Message(USER, "hi")).to_json())
+
+
 def test_02_the_rebuilt_notebook_adds_like_the_library(nb02):
     ours, theirs = nb02["Context"](), Context()
     note = Message(USER, "hi")
@@ -146,7 +176,6 @@ def test_02_the_rebuilt_notebook_adds_like_the_library(nb02):
     '{"format": "microagent.context/1", "messages": [{"role": "user"}]}',
     '{"format": "microagent.context/1", "messages": [{"role": "user", "content": "hi", "mood": "glad"}]}',
     '{"format": "microagent.context/1", "messages": [{"role": "user", "content": 3}]}',
-    '{"format": "microagent.context/1", "messages": [{"role": "tool", "content": "x", "error": "yes"}]}',
     '{"format": "microagent.context/1", "messages": [{"role": "tool", "content": "x", "notes": "abc"}]}',
     '{"format": "microagent.context/1", "messages": [{"role": "tool", "content": "x", "notes": 5}]}',
     '{"format": "microagent.context/1", "messages": [{"role": "tool", "content": "x", "notes": [{"role": "user"}]}]}',
