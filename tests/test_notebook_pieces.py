@@ -335,6 +335,14 @@ def test_04_the_rebuilt_script_decisions_and_replay_match_the_library(nb04):
             assert mine == library, cut
 
 
+def test_04_the_exercises_pass_with_their_worked_answers(nb04):
+    assert nb04["check_1"](nb04["followup_brain"]).startswith("exercise 1 done")
+    assert nb04["check_2"](nb04["predicted_answer"]).startswith("exercise 2 done")
+    assert nb04["check_1"](nb04["support_policy"]).startswith("exercise 1: not answered yet")
+    with pytest.raises(AssertionError, match="exercise 2: "):
+        nb04["check_2"]("Sorry, A1234 doesn't qualify for a refund.")
+
+
 # --- 05: the loop ---------------------------------------------------------------------
 
 # every kind of move a brain can make: good ones, and each mistake the loop turns into a note
