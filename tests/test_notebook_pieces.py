@@ -350,9 +350,14 @@ MOVES = [
     Action("look_up_order", {"order_id": "A1234"}, "look it up"),
     Action("check_policy", {"order_id": "A1234"}, "check it"),
     Action("final_answer", {"answer": "done"}, "answer"),
+    Action("issue_refund", {"order_id": "A1234", "amount": 79}, "a coworker who waits for a human"),
+    Action("issue_refund", {"order_id": "A1234", "amount": "79"}, "a waiting coworker's arguments that don't fit"),
     Action("lookup_order", {"order_id": "A1234"}, "a misspelled coworker"),
+    Action("", {"order_id": "A1234"}, "a coworker with no name"),
     Action("look_up_order", '{"order_id": "A12', "broken JSON"),
     Action("look_up_order", "[1, 2]", "JSON that is not an object"),
+    Action("look_up_order", '{"order_id": "A1234", "order_id": "B0000"}', "a name given twice"),
+    Action("look_up_order", "[" * 100000, "nesting no reader can follow"),
     Action("look_up_order", {"order": "A1234"}, "a wrong argument"),
     Action("check_policy", {"order_id": 1234}, "a wrong type"),
     Action("look_up_order", {"order_id": "B0000"}, "a coworker that raises"),
@@ -361,26 +366,47 @@ MOVES = [
 ]
 
 
+def steps_of(steps) -> list[tuple]:
+    return [(s.context, s.action, s.result, s.stop) for s in steps]
+
+
 @settings(max_examples=200)
 @given(st.lists(st.sampled_from(MOVES), max_size=8), st.integers(0, 6))
 def test_05_the_rebuilt_loop_writes_the_notebook_the_library_writes(nb05, script, budget):
     brain, tools = scripted(*script), nb05["tools"]
-    agent = Agent(brain, list(tools), name="support", max_steps=budget)
-    ours = outcome(lambda: list(nb05["steps"](brain, tools, "refund A1234?", name="support", max_steps=budget)))
-    theirs = outcome(lambda: list(agent.steps("refund A1234?")))
+    ours = outcome(lambda: list(nb05["Agent"](brain, tools, name="support", max_steps=budget).steps("refund A1234?")))
+    theirs = outcome(lambda: list(Agent(brain, list(tools), name="support", max_steps=budget).steps("refund A1234?")))
     if ours[0] != "ok":  # the script ran out: a programmer's mistake, which both raise alike
         assert ours == theirs
         return
-    assert [(s.context, s.action, s.result, s.stop) for s in ours[1]] == [
-        (s.context, s.action, s.result, s.stop) for s in theirs[1]]
-    assert nb05["run"](brain, tools, "refund A1234?", name="support", max_steps=budget) == agent.run("refund A1234?").context
+    assert steps_of(ours[1]) == steps_of(theirs[1])
+    last = nb05["Agent"](brain, tools, name="support", max_steps=budget).run("refund A1234?")
+    assert steps_of([last]) == steps_of([Agent(brain, list(tools), name="support", max_steps=budget).run("refund A1234?")])
+
+
+def test_05_the_rebuilt_loop_stops_for_the_same_reasons_in_the_same_order(nb05):
+    assert (nb05["DONE"], nb05["PAUSED"], nb05["OUT_OF_STEPS"]) == (microagent.DONE, microagent.PAUSED,
+                                                                     microagent.OUT_OF_STEPS)
+    assert nb05["ERROR"] == microagent.ERROR
+    assert [f.name for f in dataclasses.fields(nb05["Step"])] == [
+        f.name for f in dataclasses.fields(microagent.Step) if f.name != "event"]
 
 
 def test_05_a_stuck_brain_runs_out_of_steps_in_both(nb05):
     agent = Agent(nb05["stuck_brain"], list(nb05["tools"]), name="support", max_steps=4)
-    ours = nb05["run"](nb05["stuck_brain"], nb05["tools"], "refund A1234?", name="support", max_steps=4)
-    assert ours == agent.run("refund A1234?").context
-    assert ours.last() == Message(ASSISTANT, "out of steps: stopped after 4 turns without an answer", name="support")
+    ours = nb05["Agent"](nb05["stuck_brain"], nb05["tools"], name="support", max_steps=4).run("refund A1234?")
+    assert ours.context == agent.run("refund A1234?").context
+    assert ours.context.last() == Message(ASSISTANT, "out of steps: stopped after 4 turns without an answer",
+                                          name="support")
+
+
+def test_05_the_exercises_pass_with_their_worked_answers(nb05):
+    assert nb05["check_1"](nb05["predicted_ends"]).startswith("exercise 1 done")
+    assert nb05["check_2"](nb05["patient_brain"]).startswith("exercise 2 done")
+    with pytest.raises(AssertionError, match=r"exercise 1: run\(s\) \[4\]"):
+        nb05["check_1"](nb05["predicted_ends"][:3] + [(nb05["DONE"], 3)])
+    with pytest.raises(AssertionError, match="exercise 2: the answer should name the item"):  # it never reads
+        nb05["check_2"](lambda ctx, tools: MOVES[0] if ctx.last().is_question else MOVES[2])
 
 
 # --- 06: the refund office ------------------------------------------------------------
