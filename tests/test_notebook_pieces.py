@@ -5,7 +5,10 @@ the coworker, the brain, the loop), and 06 builds the refund office by hand. The
 last cells check a few cases against microagent. Here each notebook's code cells
 are run in order, as a reader's kernel would run them, and the pieces left
 defined are checked against the library on many more cases: generated notes and
-arguments, and scripted brains that make every mistake a brain can make.
+arguments, and scripted brains that make every mistake a brain can make. A
+notebook's piece may check less than the library's (the library's checks are the
+library's business), so the cases are valid input and the mistakes the notebook
+teaches. Each exercise's check passes with its worked answer and fails on a wrong one.
 
 The notebooks are read with the standard library's json, so this runs without
 the jupyter packages; tests/test_notebooks.py checks their committed outputs.
