@@ -26,7 +26,7 @@ def manager(tool_name: str, args: dict) -> bool:
 def policy(ctx, tools):
     """Ask for the refund once; then say what happened."""
     last = ctx.last()
-    if last.role == "user":
+    if last.is_question:
         amount = float(last.content.split("$")[1])
         return Action("refund", {"order_id": "A1234", "amount": amount}, "the customer asked for a refund")
     if not last.error:  # the refund went through (a "no" is an error note)

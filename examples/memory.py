@@ -5,10 +5,11 @@
 A clerk counts to 200, one tool call at a time: 200 turns, 400 notes and more.
 Its brain is wrapped in `remembering(policy, keep=4)`, so every turn it is shown
 only the question, one summary note of everything older, and the last few
-notes. The agent's own notebook keeps every note, for the record.
+notes. The agent's own notebook keeps every note, for the record; and a summary
+keeps the notes it folded too, so `compact(full).unfolded()` is every note.
 """
 
-from microagent import TOOL, Action, Agent, Context, as_tool, final_answer, show
+from microagent import Action, Agent, Context, as_tool, final_answer, show
 from microagent.memory import compact, remembering
 
 GOAL = 200
@@ -23,7 +24,7 @@ def step(n: int) -> str:
 def policy(ctx: Context, tools) -> Action:
     """Read where the count stands (the last result) and take one more step, or stop."""
     last = ctx.last()
-    n = int(last.content) if last.role == TOOL else 0
+    n = int(last.content) if last.is_result else 0
     if n >= GOAL:
         return Action("final_answer", {"answer": f"I counted to {n}."}, "that's the goal")
     return Action("step", {"n": n}, "one more")

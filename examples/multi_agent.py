@@ -12,12 +12,14 @@ When something goes wrong inside a specialist (here the billing system has
 never heard of order B5678), the error is a note in the specialist's notebook,
 its brain reads it and says so, and the manager reads that answer and carries
 on. Nobody crashes. (Should a specialist itself crash, the manager still gets
-an error note: see tests/test_multi_agent.py.)
+an error note, holding what the specialist did before it fell over: see
+tests/test_multi_agent.py. And agents asking agents nest at most `max_depth`
+deep, so an agent that is its own coworker stops with an error note.)
 """
 
 import re
 
-from microagent import agent_tool, TOOL, USER, Action, Agent, Context, as_tool, final_answer, show
+from microagent import Action, Agent, Context, agent_tool, as_tool, final_answer, show
 from microagent.demo import ORDERS, look_up_order
 
 
@@ -31,10 +33,10 @@ def refund_rules(order_id: str) -> str:
 def specialist_policy(tool_name: str):
     """A brain for a one-tool specialist: call the tool about the order asked for, then report."""
     def policy(ctx: Context, tools) -> Action:
-        request = next(m.content for m in reversed(ctx.messages) if m.role == USER)
+        request = next(m.content for m in reversed(ctx.messages) if m.is_question)
         order_id = re.search(r"[A-Z]\d{4}", request).group()
         last = ctx.last()
-        if last.role == USER:
+        if last.is_question:
             return Action(tool_name, {"order_id": order_id}, f"look at {order_id}")
         if last.error:
             return Action("final_answer", {"answer": f"I could not check {order_id} ({last.content})"},
@@ -54,7 +56,7 @@ REQUESTS = [("orders", "What is order A1234?"), ("billing", "What can we refund 
 
 def manager_policy(ctx: Context, tools) -> Action:
     """Ask each specialist in turn; then pass on what billing said."""
-    heard = [m.content for m in ctx if m.role == TOOL]
+    heard = [m.content for m in ctx if m.is_result]
     if len(heard) < len(REQUESTS):
         who, request = REQUESTS[len(heard)]
         return Action(who, {"request": request}, f"ask {who}: {request}")

@@ -12,16 +12,22 @@ week, on another machine): it loads the notebook, checks it, writes the
 human's verdict into it, and lets the agent finish. The finished notebook goes
 back into the same file, and its story is printed.
 
-Nothing else is kept anywhere: the file is the whole state of the run.
+Nothing else is kept anywhere: the file is the whole state of the run. So two
+people deciding at the same moment must not both resume it: `approve` and `deny`
+hold a lock on the file while they decide and run, and the second one waits,
+then finds the verdict in and nothing waiting. (A copy of the file is another
+run: resuming a copy runs the approved tool again. Keep one file.)
 """
 
-import dataclasses
 import argparse
+import dataclasses
+import fcntl
 import json
+import os
 import pathlib
 import sys
 
-from microagent import USER, Action, Agent, Context, approve, deny, final_answer, story
+from microagent import Action, Agent, Context, approve, deny, final_answer, story
 from microagent.demo import QUESTION, check_policy, issue_refund, look_up_order, support_policy
 from microagent.invariants import check
 
@@ -32,7 +38,7 @@ refund = dataclasses.replace(issue_refund, needs_approval=True)
 def policy(ctx: Context, tools) -> Action:
     """The demo's support brain, plus what to tell the customer once a human has ruled."""
     last = ctx.last()
-    denied = last.name == refund.name and last.error and ctx[-2].role == USER and ctx[-2].args is None
+    denied = last.name == refund.name and last.error and ctx[-2].is_verdict and ctx[-2].args is None
     if denied:
         reason = ctx[-2].content  # the human's reason, in their verdict note
         return Action("final_answer", {"answer": f"Sorry, I can't refund this yet: {reason}."},
@@ -49,7 +55,7 @@ agent = Agent(policy, [look_up_order, check_policy, refund, final_answer], name=
 def start(path: pathlib.Path) -> None:
     """Run until the refund waits for a human; save the paused notebook; say what waits."""
     ctx = agent.run(QUESTION).context
-    path.write_text(ctx.to_json(), encoding="utf-8")
+    _save(path, ctx)
     print(story(ctx))
     print(f"\nwaiting for a human: {ctx.pending.tool} {ctx.pending.args}")
     print(f"saved to {path.name}; decide with: approve {path.name} [--by NAME] [--args JSON]"
@@ -58,15 +64,26 @@ def start(path: pathlib.Path) -> None:
 
 def finish(path: pathlib.Path, options: argparse.Namespace) -> None:
     """Load the paused notebook, write the verdict into it, let the agent finish, save it, tell the story."""
-    ctx = check(Context.from_json(path.read_text(encoding="utf-8")))  # the file may have been edited
-    if options.command == "approve":
-        args = None if options.args is None else _parse(options.args)
-        ctx = approve(ctx, by=options.by, args=args, tool=refund)
-    else:
-        ctx = deny(ctx, options.reason, by=options.by, tool=refund)
-    ctx = agent.run(context=ctx).context
-    path.write_text(ctx.to_json(), encoding="utf-8")
+    with open(path.with_name(path.name + ".lock"), "w") as lock:
+        # subtle: one decision at a time. Without the lock, two approvals at the same moment
+        # would each load the paused run and each pay; with it, the second loads the finished one.
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        ctx = check(Context.from_json(path.read_text(encoding="utf-8")))  # the file may have been edited
+        if options.command == "approve":
+            args = None if options.args is None else _parse(options.args)
+            ctx = approve(ctx, by=options.by, args=args, tool=refund)
+        else:
+            ctx = deny(ctx, options.reason, by=options.by, tool=refund)
+        ctx = agent.run(context=ctx).context
+        _save(path, ctx)
     print(story(ctx))
+
+
+def _save(path: pathlib.Path, ctx: Context) -> None:
+    """Write the notebook whole or not at all: a new file, then renamed over the old one."""
+    new = path.with_name(path.name + ".new")
+    new.write_text(ctx.to_json(), encoding="utf-8")
+    os.replace(new, path)
 
 
 def _parse(text: str) -> dict:

@@ -152,8 +152,7 @@ class Agent:
         """Ask the brain for its move(s), passing on what a thinking brain yields on the way."""
         out = self.policy(ctx, tuple(self.tools.values()))
         if inspect.isgenerator(out):
-            thinking = out
-            with contextlib.closing(thinking):  # subtle: also when the caller stops pulling steps
+            with contextlib.closing(out) as thinking:  # subtle: closed also when the caller stops pulling steps
                 try:
                     while True:
                         yield Step(ctx, event=next(thinking))
@@ -196,8 +195,7 @@ class Agent:
     def _settle(self, asked: Message, verdict: Message) -> Message:
         """Carry out a human's verdict on the waiting decision: run the tool as approved, or say no."""
         if asked is None or verdict.tool != asked.tool:  # never run a tool the brain did not ask for
-            raise ValueError(f"the verdict is on {verdict.tool}, but the run waits on "
-                             f"{asked.tool if asked else 'nothing'}: microagent.invariants.check(ctx) says more")
+            raise ValueError(f"the verdict is on {verdict.tool}, but the run waits on {asked and asked.tool}")
         if verdict.args is None:  # a verdict without arguments is a denial
             return Message(TOOL, f"denied by {verdict.name}: {verdict.content}", name=verdict.tool, error=True)
         tool, args, error = self._check(Action(verdict.tool, verdict.args))

@@ -5,10 +5,12 @@
 
 The brain here is a plain function that reads the notebook and picks the next
 move by rules: no model, so the run is the same every time. Swap it for an LLM
-brain (microagent.llm) and the tools, the agent and the story stay the same.
+brain (microagent.llm) or a trained one (microagent.learned) and the tools, the
+agent and the story stay the same.
 
 It does not look anything up for real: the orders and the policy are a small
-dict, so the demo runs offline.
+dict, so the demo runs offline. `support_agent(orders=...)` puts another order
+table in the office (microagent.learned makes up many).
 """
 
 import argparse
@@ -19,28 +21,33 @@ from microagent.approval import gate
 from microagent.context import Context
 from microagent.policy import Action
 from microagent.schema import as_tool
-from microagent.tool import final_answer
+from microagent.tool import Tool, final_answer
 from microagent.trace import show
 
 QUESTION = "Can I get a refund for order A1234? It arrived broken."
 ORDERS = {"A1234": ("Wireless Headphones", 79, "delivered, reported defective")}
 
 
-@as_tool
-def look_up_order(order_id: str) -> str:
-    """Look up an order by its id: what it is, what it cost, and its state."""
-    if order_id not in ORDERS:
-        return f"no order {order_id}"
-    item, price, state = ORDERS[order_id]
-    return f"{order_id}, {item}, ${price}, {state}"
+def order_desk(orders: dict[str, tuple[str, int, str]]) -> tuple[Tool, Tool]:
+    """The two coworkers who read an order table (id -> (item, price in whole dollars, state))."""
+    @as_tool
+    def look_up_order(order_id: str) -> str:
+        """Look up an order by its id: what it is, what it cost, and its state."""
+        if order_id not in orders:
+            return f"no order {order_id}"
+        item, price, state = orders[order_id]
+        return f"{order_id}, {item}, ${price}, {state}"
+
+    @as_tool
+    def check_policy(order_id: str) -> str:
+        """Check whether an order qualifies for a refund under the 30 day policy."""
+        if order_id not in orders or "defective" not in orders[order_id][2]:
+            return "not eligible: only defective items within 30 days are refunded"
+        return "eligible, within the 30 day window and reported defective"
+    return look_up_order, check_policy
 
 
-@as_tool
-def check_policy(order_id: str) -> str:
-    """Check whether an order qualifies for a refund under the 30 day policy."""
-    if order_id not in ORDERS or "defective" not in ORDERS[order_id][2]:
-        return "not eligible: only defective items within 30 days are refunded"
-    return "eligible, within the 30 day window and reported defective"
+look_up_order, check_policy = order_desk(ORDERS)
 
 
 @as_tool
@@ -60,7 +67,9 @@ def support_policy(ctx: Context, tools) -> Action:
     if last.name == "look_up_order" and not last.content.startswith("no order"):
         return Action("check_policy", {"order_id": order_id}, "now check if it qualifies")
     if last.name == "check_policy" and last.content.startswith("eligible"):
-        price = ORDERS[order_id][1]
+        # the price as the lookup wrote it: a brain knows only what is in the notebook
+        looked = next(m for m in reversed(ctx.messages) if m.is_result and m.name == "look_up_order")
+        price = int(re.search(r"\$(\d+)", looked.content).group(1))
         return Action("issue_refund", {"order_id": order_id, "amount": price},
                       "it qualifies, and a refund needs a human to sign off")
     if last.name == "issue_refund" and not last.error:  # it went through
@@ -73,12 +82,16 @@ def support_policy(ctx: Context, tools) -> Action:
                   "no refund this time, so tell the customer honestly")
 
 
-def support_agent(approver=None, policy=support_policy) -> Agent:
-    """The support agent; `approver(tool_name, args) -> bool` signs off refunds (None: always yes)."""
+def support_agent(approver=None, policy=support_policy, orders: dict | None = None) -> Agent:
+    """The support agent; `approver(tool_name, args) -> bool` signs off refunds (None: always yes).
+
+    `orders` is the office's order table (None: ORDERS, the demo's one order).
+    """
     def yes(tool_name: str, args: dict) -> bool:
         return True
     refund = gate(issue_refund, yes if approver is None else approver)
-    return Agent(policy, [look_up_order, check_policy, refund, final_answer], name="support",
+    desk = (look_up_order, check_policy) if orders is None else order_desk(orders)
+    return Agent(policy, [*desk, refund, final_answer], name="support",
                  description="answers customers' questions about orders and refunds")
 
 

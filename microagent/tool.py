@@ -63,7 +63,7 @@ def read_args(text: str) -> dict:
     ValueError: the arguments give "amount" twice: say each once
     """
     try:
-        args = json.loads(text, object_pairs_hook=_once_each)
+        args = _STRICT.decode(text)
     except RecursionError:  # "[" * 100000: no tool takes that, and no reader should crash on it
         raise ValueError("the arguments are nested too deeply to read") from None
     except json.JSONDecodeError as e:
@@ -76,10 +76,14 @@ def read_args(text: str) -> dict:
 def _once_each(pairs: list[tuple[str, object]]) -> dict:
     # subtle: for a key given twice JSON keeps the last, so a human shown the first
     # would approve one amount while another is paid. Refuse the doubt instead.
-    twice = [key for key, n in Counter(key for key, _ in pairs).items() if n > 1]
-    if twice:
-        raise ValueError(f'the arguments give "{twice[0]}" twice: say each once')
-    return dict(pairs)
+    args = dict(pairs)
+    if len(args) < len(pairs):
+        twice = next(key for key, n in Counter(key for key, _ in pairs).items() if n > 1)
+        raise ValueError(f'the arguments give "{twice}" twice: say each once')
+    return args
+
+
+_STRICT = json.JSONDecoder(object_pairs_hook=_once_each)  # made once: json.loads(text, hook) makes one a call
 
 
 def _mismatch(value, schema: dict, where: str) -> str | None:

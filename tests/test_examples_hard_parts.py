@@ -144,3 +144,19 @@ def test_recovery_corrects_retries_and_keeps_the_secret_from_the_brain(tmp_path)
             "the details went to the developer") in story
     assert "sk-demo" not in story
     assert developer == "  RuntimeError: gateway said 401 for key sk-demo-0000-not-a-real-key\n"
+
+
+def test_two_approvals_racing_for_one_file_run_the_refund_once(tmp_path):
+    # two people press approve at the same moment, five times over: one finishes the run, the
+    # other waits for the lock, finds the verdict in, and is refused; the refund runs once
+    for trial in range(5):
+        folder = tmp_path / f"trial{trial}"
+        folder.mkdir()
+        run("pause_resume.py", "start", "run.json", cwd=folder)
+        racers = [subprocess.Popen([sys.executable, str(EXAMPLES / "pause_resume.py"), "approve", "run.json",
+                                    "--by", who], cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                  for who in ("alice", "bob")]
+        outcomes = sorted((racer.wait(timeout=60), racer.communicate()[1]) for racer in racers)
+        assert outcomes == [(0, ""), (1, "pause_resume.py: error: nothing in this notebook is waiting for approval\n")]
+        ctx = check(Context.from_json((folder / "run.json").read_text(encoding="utf-8")))
+        assert [m.name for m in ctx if m.is_result].count("issue_refund") == 1

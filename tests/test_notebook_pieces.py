@@ -432,3 +432,17 @@ def test_06_the_office_built_by_hand_tells_the_demos_story(nb06, approver, quest
     assert ours == theirs
     assert story(ours) == story(theirs)
     assert ours.last().role == TOOL and ours.last().name == "final_answer"
+
+
+def test_06_the_exercises_pass_with_their_worked_answers(nb06):
+    assert nb06["check_1"](nb06["small_refunds_only"], nb06["careful_run"]).startswith("exercise 1 done: Sorry")
+    assert nb06["check_2"](nb06["customer_hears"], nb06["brain_asked_for"]).startswith("exercise 2 done")
+    assert nb06["check_3"](nb06["paused_rows"], nb06["no_rows"]) == (
+        "exercise 3 done: 7 rows while it waits, 9 for the run the gate's human refused")
+    assert nb06["check_1"](nb06["small_refunds_only"], None).startswith("exercise 1: not answered yet")
+    with pytest.raises(AssertionError, match="exercise 1: \\$79 is over the limit"):
+        nb06["check_1"](says_yes, nb06["careful_run"])
+    with pytest.raises(AssertionError, match="exercise 2: you predicted 70"):
+        nb06["check_2"](nb06["customer_hears"], 70)  # the brain's own request stays 79
+    with pytest.raises(AssertionError, match="exercise 3: not 6 rows for paused"):
+        nb06["check_3"](6, 9)

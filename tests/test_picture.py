@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from hard_parts import run_checked
-from microagent import (agent_tool, ASSISTANT, TOOL, USER, Action, Agent, Context, Message, Tool, approve, as_tool, deny,
+from microagent import (agent_tool, ASSISTANT, TOOL, USER, Action, Agent, Context, Message, approve, as_tool, deny,
                         final_answer, scripted)
 from microagent.demo import QUESTION, check_policy, issue_refund, look_up_order, support_policy
 from microagent.picture import CHAR, HEAD, ROW, draw
