@@ -19,6 +19,7 @@ import dataclasses
 import io
 import json
 import pathlib
+import re
 import types
 from typing import Literal
 
@@ -88,6 +89,21 @@ def outcome(make, *args, **kwargs):
         return "ok", make(*args, **kwargs)
     except Exception as e:
         return type(e).__name__, str(e)
+
+
+@pytest.mark.parametrize("name", ["01_message.ipynb", "02_context.ipynb", "03_tool.ipynb", "04_policy.ipynb",
+                                  "05_agent.ipynb"])
+def test_a_rebuilding_notebook_reads_in_short_cells_with_its_solutions_at_the_end(name):
+    cells = json.loads((NOTEBOOKS / name).read_text(encoding="utf-8"))["cells"]
+    text = ["".join(c["source"]) for c in cells]
+    longest = max(len(t.splitlines()) for c, t in zip(cells, text, strict=True) if c["cell_type"] == "code")
+    assert longest <= 25, f"{name} has a code cell of {longest} lines: split it"
+    sections = [t.splitlines()[0] for c, t in zip(cells, text, strict=True) if c["cell_type"] == "markdown" and t.startswith("## ")]
+    assert sections[-2:] == ["## Exercises", "## Solutions"], sections
+    solutions = next(i for i, t in enumerate(text) if t.startswith("## Solutions"))
+    for i, cell in enumerate(cells[:solutions]):  # no worked answer sits under its question
+        printed = "".join("".join(out.get("text", "")) for out in cell.get("outputs", []))
+        assert not re.search(r"exercise \d+ done", printed), f"{name}, cell {i} shows a worked answer"
 
 
 # --- 01: the note ---------------------------------------------------------------------
