@@ -5,7 +5,10 @@ the coworker, the brain, the loop), and 06 builds the refund office by hand. The
 last cells check a few cases against microagent. Here each notebook's code cells
 are run in order, as a reader's kernel would run them, and the pieces left
 defined are checked against the library on many more cases: generated notes and
-arguments, and scripted brains that make every mistake a brain can make.
+arguments, and scripted brains that make every mistake a brain can make. A
+notebook's piece may check less than the library's (the library's checks are the
+library's business), so the cases are valid input and the mistakes the notebook
+teaches. Each exercise's check passes with its worked answer and fails on a wrong one.
 
 The notebooks are read with the standard library's json, so this runs without
 the jupyter packages; tests/test_notebooks.py checks their committed outputs.
@@ -16,7 +19,9 @@ import dataclasses
 import io
 import json
 import pathlib
+import re
 import types
+from typing import Literal
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -86,6 +91,21 @@ def outcome(make, *args, **kwargs):
         return type(e).__name__, str(e)
 
 
+@pytest.mark.parametrize("name", ["01_message.ipynb", "02_context.ipynb", "03_tool.ipynb", "04_policy.ipynb",
+                                  "05_agent.ipynb"])
+def test_a_rebuilding_notebook_reads_in_short_cells_with_its_solutions_at_the_end(name):
+    cells = json.loads((NOTEBOOKS / name).read_text(encoding="utf-8"))["cells"]
+    text = ["".join(c["source"]) for c in cells]
+    longest = max(len(t.splitlines()) for c, t in zip(cells, text, strict=True) if c["cell_type"] == "code")
+    assert longest <= 25, f"{name} has a code cell of {longest} lines: split it"
+    sections = [t.splitlines()[0] for c, t in zip(cells, text, strict=True) if c["cell_type"] == "markdown" and t.startswith("## ")]
+    assert sections[-2:] == ["## Exercises", "## Solutions"], sections
+    solutions = next(i for i, t in enumerate(text) if t.startswith("## Solutions"))
+    for i, cell in enumerate(cells[:solutions]):  # no worked answer sits under its question
+        printed = "".join("".join(out.get("text", "")) for out in cell.get("outputs", []))
+        assert not re.search(r"exercise \d+ done", printed), f"{name}, cell {i} shows a worked answer"
+
+
 # --- 01: the note ---------------------------------------------------------------------
 
 def test_01_the_rebuilt_message_has_the_library_fields_and_defaults(nb01):
@@ -95,21 +115,37 @@ def test_01_the_rebuilt_message_has_the_library_fields_and_defaults(nb01):
     assert nb01["Message"].__dataclass_params__.frozen
 
 
-anything = st.one_of(st.none(), st.text(max_size=4), st.sampled_from(ROLES + ("boss",)), st.integers(),
-                     st.dictionaries(st.text(max_size=2), st.integers(), max_size=1))
-
-
-@given(role=anything, content=anything, name=anything, tool=anything, args=anything,
-       notes=st.sampled_from(["none", "one of its own", "a list", "a string inside"]),
-       error=st.one_of(st.booleans(), anything))
+@given(role=st.sampled_from(ROLES + ("boss", "costumer")), content=st.text(max_size=4),
+       name=st.none() | st.text(max_size=4), tool=st.none() | st.just("") | st.text(max_size=4),
+       args=st.none() | st.text(max_size=4) | st.dictionaries(st.text(max_size=2), st.integers(), max_size=1),
+       notes=st.sampled_from(["none", "one of its own", "a list"]), error=st.booleans())
 def test_01_the_rebuilt_message_accepts_and_refuses_like_the_library(nb01, role, content, name, tool, args, notes,
                                                                      error):
+    # valid notes, and the mistakes the notebook teaches: a misspelled role, a dict for args, a list for notes
     def make(cls):
-        inner = {"none": (), "one of its own": (cls(USER, "hi"),), "a list": [cls(USER, "hi")],
-                 "a string inside": ("hi",)}[notes]
+        inner = {"none": (), "one of its own": (cls(USER, "hi"),), "a list": [cls(USER, "hi")]}[notes]
         kind, value = outcome(cls, role, content, name, tool, args, inner, error)
         return (kind, dataclasses.astuple(value)) if kind == "ok" else (kind, value)
     assert make(nb01["Message"]) == make(Message)
+
+
+KINDS = ("is_question", "is_decision", "is_verdict", "is_result")
+
+
+@given(role=st.sampled_from(ROLES), tool=st.none() | st.just("") | st.text(max_size=3), error=st.booleans())
+def test_01_the_rebuilt_kinds_of_note_match_the_library(nb01, role, tool, error):
+    ours, theirs = nb01["Message"](role, "x", tool=tool, error=error), Message(role, "x", tool=tool, error=error)
+    assert [getattr(ours, k) for k in KINDS] == [getattr(theirs, k) for k in KINDS]
+    assert sum(getattr(theirs, k) for k in KINDS) <= 1  # a note is at most one of the four kinds
+
+
+def test_01_the_exercises_pass_with_their_worked_answers(nb01):
+    assert nb01["check_1"](nb01["predicted_kinds"]).startswith("exercise 1 done")
+    assert nb01["check_2"](nb01["drifting"]).startswith("exercise 2 done")
+    with pytest.raises(AssertionError, match="exercise 1: note"):
+        nb01["check_1"](["question"] * 5)
+    with pytest.raises(AssertionError, match="exercise 2: "):
+        nb01["check_2"](nb01["Message"](ASSISTANT, "hm", tool="look_up_order"))
 
 
 # --- 02: the notebook -----------------------------------------------------------------
@@ -131,6 +167,20 @@ def test_02_the_rebuilt_notebook_saves_the_same_text_and_loads_it_back(nb02, msg
     assert (len(ours), ours.last(), list(ours)) == (len(Context(tuple(msgs))), Context(tuple(msgs)).last(), msgs)
 
 
+@given(notes)
+def test_02_the_rebuilt_pending_finds_the_decision_the_library_finds(nb02, msgs):
+    assert nb02["pending"](nb02["Context"](tuple(msgs))) == Context(tuple(msgs)).pending
+
+
+def test_02_the_exercises_pass_with_their_worked_answers(nb02):
+    assert nb02["check_1"](nb02["predicted"]) == "exercise 1 done: (1, 2, 4)"
+    assert nb02["check_2"](nb02["paused_text"]).startswith("exercise 2 done")
+    with pytest.raises(AssertionError, match="exercise 1: "):
+        nb02["check_1"]((2, 2, 4))
+    with pytest.raises(AssertionError, match="exercise 2: it loads, but pending"):
+        nb02["check_2"](Context().add(Message(USER, "hi")).to_json())
+
+
 def test_02_the_rebuilt_notebook_adds_like_the_library(nb02):
     ours, theirs = nb02["Context"](), Context()
     note = Message(USER, "hi")
@@ -146,7 +196,6 @@ def test_02_the_rebuilt_notebook_adds_like_the_library(nb02):
     '{"format": "microagent.context/1", "messages": [{"role": "user"}]}',
     '{"format": "microagent.context/1", "messages": [{"role": "user", "content": "hi", "mood": "glad"}]}',
     '{"format": "microagent.context/1", "messages": [{"role": "user", "content": 3}]}',
-    '{"format": "microagent.context/1", "messages": [{"role": "tool", "content": "x", "error": "yes"}]}',
     '{"format": "microagent.context/1", "messages": [{"role": "tool", "content": "x", "notes": "abc"}]}',
     '{"format": "microagent.context/1", "messages": [{"role": "tool", "content": "x", "notes": 5}]}',
     '{"format": "microagent.context/1", "messages": [{"role": "tool", "content": "x", "notes": [{"role": "user"}]}]}',
@@ -196,7 +245,9 @@ def test_03_the_rebuilt_tool_refuses_what_the_library_refuses(nb03):
         """A hint no tool supports."""
     assert outcome(nb03["as_tool"], undocumented) == outcome(microagent.as_tool, undocumented)
     assert outcome(nb03["as_tool"], positional) == outcome(microagent.as_tool, positional)
-    assert outcome(nb03["Tool"], "two words", "d", refund) == outcome(microagent.Tool, "two words", "d", refund)
+    for name in ("two words", "", None, "look_up_order"):
+        ours, theirs = outcome(nb03["Tool"], name, "d", refund, {}), outcome(microagent.Tool, name, "d", refund, {})
+        assert ours[0] == theirs[0] and (ours[0] == "ok" or ours == theirs), name
     assert outcome(nb03["as_tool"], odd_hint)[0] == outcome(microagent.as_tool, odd_hint)[0] == "TypeError"
 
 
@@ -221,6 +272,57 @@ def test_03_the_rebuilt_check_says_what_the_library_says(nb03, args):
                                   {"order_id": "A1", "amount": 2, "urgent": 1}, {"order_id": "A1", "amount": 2.5}])
 def test_03_true_is_not_a_number_in_either(nb03, args):  # subtle: True is an int in Python, but not in JSON
     assert nb03["as_tool"](refund).check(args) == microagent.as_tool(refund).check(args)
+
+
+def choose(order_id: str, kind: Literal["card", 1, True], items: list[Literal["a", "b"]],
+           memo: str | None = None, tags: list[int] | None = None) -> str:
+    """A schema with enums, arrays and null: the rebuilt check is handed it, as a Tool is."""
+    return "ok"
+
+
+choices = st.fixed_dictionaries(
+    {"order_id": json_values, "kind": st.sampled_from(["card", 1, True, 1.0, "1", None]),
+     "items": st.one_of(json_values, st.lists(st.sampled_from(["a", "b", "c", 1, None]), max_size=3))},
+    optional={"memo": json_values, "tags": st.one_of(json_values, st.lists(json_values, max_size=2)),
+              "extra": json_values})
+
+
+@given(choices)
+def test_03_the_rebuilt_check_of_a_given_schema_says_what_the_library_says(nb03, args):
+    ours, theirs = nb03["Tool"]("choose", "d", choose, schema_of(choose)), microagent.as_tool(choose)
+    assert ours.check(args) == theirs.check(args)
+
+
+@pytest.mark.parametrize("kind", [1, True, 1.0, "card"])
+def test_03_an_enum_compares_the_type_too_in_both(nb03, kind):  # True == 1 == 1.0 in Python
+    schema = {"type": "object", "properties": {"kind": {"enum": [1, "card"]}}}
+    ours, theirs = nb03["Tool"]("t", "d", choose, schema), microagent.Tool("t", "d", choose, schema)
+    assert ours.check({"kind": kind}) == theirs.check({"kind": kind})
+    assert (theirs.check({"kind": kind}) is None) == (kind in (1, "card") and type(kind) in (int, str))
+
+
+@pytest.mark.parametrize("text", [
+    '{"order_id": "A1234"}', '{"amount": 1, "amount": 9999}', '{"a": {"b": 1, "b": 2}}', '[{"a": 1, "a": 1}]',
+    '{"order_id": "A12', "[1, 2]", '"text"', "null", "", "[" * 100000 + "]" * 100000, '{"a": ' * 50000,
+    '{"a": [1, {"b": null}], "c": "\u00e9"}',
+])
+def test_03_the_rebuilt_read_args_reads_and_refuses_like_the_library(nb03, text):
+    assert outcome(nb03["read_args"], text) == outcome(microagent.tool.read_args, text)
+
+
+@given(st.dictionaries(st.text(max_size=3), json_values, max_size=4))
+def test_03_the_rebuilt_read_args_reads_what_json_writes(nb03, args):
+    text = json.dumps(args)
+    assert nb03["read_args"](text) == microagent.tool.read_args(text) == args
+
+
+def test_03_the_exercises_pass_with_their_worked_answers(nb03):
+    assert nb03["check_1"](nb03["predicted_fits"]) == "exercise 1 done: fits fits refused refused refused fits"
+    assert nb03["check_2"](nb03["exchange"]).startswith("exercise 2 done")
+    with pytest.raises(AssertionError, match="exercise 1: "):
+        nb03["check_1"]([True] * 6)
+    with pytest.raises(AssertionError, match="exercise 2: your function's schema"):
+        nb03["check_2"](refund)
 
 
 # --- 04: the brain --------------------------------------------------------------------
@@ -252,6 +354,14 @@ def test_04_the_rebuilt_script_decisions_and_replay_match_the_library(nb04):
             assert mine == library, cut
 
 
+def test_04_the_exercises_pass_with_their_worked_answers(nb04):
+    assert nb04["check_1"](nb04["followup_brain"]).startswith("exercise 1 done")
+    assert nb04["check_2"](nb04["predicted_answer"]).startswith("exercise 2 done")
+    assert nb04["check_1"](nb04["support_policy"]).startswith("exercise 1: not answered yet")
+    with pytest.raises(AssertionError, match="exercise 2: "):
+        nb04["check_2"]("Sorry, A1234 doesn't qualify for a refund.")
+
+
 # --- 05: the loop ---------------------------------------------------------------------
 
 # every kind of move a brain can make: good ones, and each mistake the loop turns into a note
@@ -259,9 +369,14 @@ MOVES = [
     Action("look_up_order", {"order_id": "A1234"}, "look it up"),
     Action("check_policy", {"order_id": "A1234"}, "check it"),
     Action("final_answer", {"answer": "done"}, "answer"),
+    Action("issue_refund", {"order_id": "A1234", "amount": 79}, "a coworker who waits for a human"),
+    Action("issue_refund", {"order_id": "A1234", "amount": "79"}, "a waiting coworker's arguments that don't fit"),
     Action("lookup_order", {"order_id": "A1234"}, "a misspelled coworker"),
+    Action("", {"order_id": "A1234"}, "a coworker with no name"),
     Action("look_up_order", '{"order_id": "A12', "broken JSON"),
     Action("look_up_order", "[1, 2]", "JSON that is not an object"),
+    Action("look_up_order", '{"order_id": "A1234", "order_id": "B0000"}', "a name given twice"),
+    Action("look_up_order", "[" * 100000, "nesting no reader can follow"),
     Action("look_up_order", {"order": "A1234"}, "a wrong argument"),
     Action("check_policy", {"order_id": 1234}, "a wrong type"),
     Action("look_up_order", {"order_id": "B0000"}, "a coworker that raises"),
@@ -270,26 +385,47 @@ MOVES = [
 ]
 
 
+def steps_of(steps) -> list[tuple]:
+    return [(s.context, s.action, s.result, s.stop) for s in steps]
+
+
 @settings(max_examples=200)
 @given(st.lists(st.sampled_from(MOVES), max_size=8), st.integers(0, 6))
 def test_05_the_rebuilt_loop_writes_the_notebook_the_library_writes(nb05, script, budget):
     brain, tools = scripted(*script), nb05["tools"]
-    agent = Agent(brain, list(tools), name="support", max_steps=budget)
-    ours = outcome(lambda: list(nb05["steps"](brain, tools, "refund A1234?", name="support", max_steps=budget)))
-    theirs = outcome(lambda: list(agent.steps("refund A1234?")))
+    ours = outcome(lambda: list(nb05["Agent"](brain, tools, name="support", max_steps=budget).steps("refund A1234?")))
+    theirs = outcome(lambda: list(Agent(brain, list(tools), name="support", max_steps=budget).steps("refund A1234?")))
     if ours[0] != "ok":  # the script ran out: a programmer's mistake, which both raise alike
         assert ours == theirs
         return
-    assert [(s.context, s.action, s.result, s.stop) for s in ours[1]] == [
-        (s.context, s.action, s.result, s.stop) for s in theirs[1]]
-    assert nb05["run"](brain, tools, "refund A1234?", name="support", max_steps=budget) == agent.run("refund A1234?").context
+    assert steps_of(ours[1]) == steps_of(theirs[1])
+    last = nb05["Agent"](brain, tools, name="support", max_steps=budget).run("refund A1234?")
+    assert steps_of([last]) == steps_of([Agent(brain, list(tools), name="support", max_steps=budget).run("refund A1234?")])
+
+
+def test_05_the_rebuilt_loop_stops_for_the_same_reasons_in_the_same_order(nb05):
+    assert (nb05["DONE"], nb05["PAUSED"], nb05["OUT_OF_STEPS"]) == (microagent.DONE, microagent.PAUSED,
+                                                                     microagent.OUT_OF_STEPS)
+    assert nb05["ERROR"] == microagent.ERROR
+    assert [f.name for f in dataclasses.fields(nb05["Step"])] == [
+        f.name for f in dataclasses.fields(microagent.Step) if f.name != "event"]
 
 
 def test_05_a_stuck_brain_runs_out_of_steps_in_both(nb05):
     agent = Agent(nb05["stuck_brain"], list(nb05["tools"]), name="support", max_steps=4)
-    ours = nb05["run"](nb05["stuck_brain"], nb05["tools"], "refund A1234?", name="support", max_steps=4)
-    assert ours == agent.run("refund A1234?").context
-    assert ours.last() == Message(ASSISTANT, "out of steps: stopped after 4 turns without an answer", name="support")
+    ours = nb05["Agent"](nb05["stuck_brain"], nb05["tools"], name="support", max_steps=4).run("refund A1234?")
+    assert ours.context == agent.run("refund A1234?").context
+    assert ours.context.last() == Message(ASSISTANT, "out of steps: stopped after 4 turns without an answer",
+                                          name="support")
+
+
+def test_05_the_exercises_pass_with_their_worked_answers(nb05):
+    assert nb05["check_1"](nb05["predicted_ends"]).startswith("exercise 1 done")
+    assert nb05["check_2"](nb05["patient_brain"]).startswith("exercise 2 done")
+    with pytest.raises(AssertionError, match=r"exercise 1: run\(s\) \[4\]"):
+        nb05["check_1"](nb05["predicted_ends"][:3] + [(nb05["DONE"], 3)])
+    with pytest.raises(AssertionError, match="exercise 2: the answer should name the item"):  # it never reads
+        nb05["check_2"](lambda ctx, tools: MOVES[0] if ctx.last().is_question else MOVES[2])
 
 
 # --- 06: the refund office ------------------------------------------------------------
