@@ -60,6 +60,8 @@ def _broken(notes: list[Message], i: int) -> str | None:
     """The rule note i breaks, in words, or None."""
     m, before = notes[i], notes[i - 1] if i > 0 else None
     after = notes[i + 1:i + 3]  # the one or two notes that must answer a decision
+    if not isinstance(m.error, bool):  # a file's "error": "yes" would read as a flag
+        return f"its error flag must be true or false, not {m.error!r}"
     if m.role == SYSTEM and i > 0:
         return "a system note may only be the first note"
     if i == (1 if notes[0].role == SYSTEM else 0) and not m.is_question:

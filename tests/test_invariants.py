@@ -55,6 +55,8 @@ def test_notebooks_the_loop_writes_are_sound(notes):
      "by a result from issue_refund (a verdict may sit between)"),
     ((ASK, DECIDE, Message(USER, "approved", name="eve", tool="wipe_disk", args="{}")),
      "message 2 (a verdict on wipe_disk): a verdict on wipe_disk for a decision to call issue_refund"),
+    ((ASK, Message(TOOL, "x", name="t", error="yes")),
+     "message 1 (a result from t): its error flag must be true or false, not 'yes'"),
     ((ASK, DECIDE, Message(USER, "approved", name="eve", tool="issue_refund", args="[79]")),
      "message 2 (a verdict on issue_refund): bad approved arguments: the arguments must be a JSON object"),
     ((ASK, DECIDE, Message(USER, "approved", name="eve", tool="issue_refund", args='{"amount": 1, "amount": 9999}')),
