@@ -52,9 +52,9 @@ def answer(text):
 class Host:
     """A real server on a free port, in a thread; the refund office unless told otherwise."""
 
-    def __init__(self, db, office=refund_office):
+    def __init__(self, db, office=refund_office, **settings):
         self.db = str(db)
-        self.server = Server(office, self.db, USERS, b"s" * 32, quiet=True)
+        self.server = Server(office, self.db, USERS, b"s" * 32, quiet=True, **settings)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/"
         threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
 
@@ -85,8 +85,8 @@ def browser():
 def host(tmp_path):
     made = []
 
-    def start(office=refund_office) -> Host:
-        made.append(Host(tmp_path / f"host{len(made)}.db", office))
+    def start(office=refund_office, **settings) -> Host:
+        made.append(Host(tmp_path / f"host{len(made)}.db", office, **settings))
         return made[-1]
     yield start
     for h in made:
@@ -133,10 +133,10 @@ def person(browser):
         p.close()
 
 
-def waits_for_refund(alice, amount=79):
+def waits_for_refund(alice):
     expect(alice.page.locator("#approval")).to_be_visible()
     expect(alice.page.locator("#tool")).to_have_text("issue_refund")
-    assert json.loads(alice.page.input_value("#args")) == {"order_id": "A1234", "amount": amount}
+    assert json.loads(alice.page.input_value("#args")) == {"order_id": "A1234", "amount": 79}
     expect(alice.story()).to_have_text(ASKED)
     expect(alice.page.locator("#status")).to_have_text("issue_refund waits for your verdict")
 
@@ -317,21 +317,32 @@ def test_the_brains_words_show_as_they_come(host, person):
 
     def brain(ctx, tools):  # says a word, then waits for the test before it says the rest
         yield "let me <b>think</b>"
-        go_on.wait(60)
+        go_on.wait(120)
         yield " about it"
         return Action("final_answer", {"answer": "thought it over"}, "done thinking")
 
-    h = host(lambda db: Agent(brain, [final_answer], name="support"))
+    # a lease longer than the test: while the brain waits, the session stays taken however slow the machine
+    h = host(lambda db: Agent(brain, [final_answer], name="support"), lease=300)
     alice = person(h)
-    alice.start("think")
+    sid = alice.start("think")
     # the first words are on the page while the brain is still thinking
     expect(alice.page.locator("#story li.thinking")).to_have_text("let me <b>think</b>")
     expect(alice.page.locator("#status")).to_have_text("the agent is working…")
     assert alice.page.locator("b").count() == 0  # the brain's words are text too
+    # the same link in a second tab: the notebook so far, and no second run while this one streams
+    second = person(h, session=sid)
+    expect(second.page.locator("#status")).to_have_text("a run is streaming on this session elsewhere: reload when it ends")
+    expect(second.story()).to_have_text(["asked: think"])
+    second.page.fill("#text", "and another thing")
+    second.page.click("text=Send")
+    expect(second.page.locator("#problem")).to_have_text("409: a run is streaming on this session: wait for it to end")
     go_on.set()
     # and when the run ends, the story is the notebook (the thinking was the brain's, not a note)
-    expect(alice.story()).to_have_text(["asked: think", '→ final_answer {"answer": "thought it over"}   (done thinking)',
-                                        "← final_answer: thought it over"])
+    story = ["asked: think", '→ final_answer {"answer": "thought it over"}   (done thinking)',
+             "← final_answer: thought it over"]
+    expect(alice.story()).to_have_text(story)
+    second.page.reload()
+    expect(second.story()).to_have_text(story)
 
 
 # ----------------------------------------------------------------------------
