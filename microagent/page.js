@@ -95,7 +95,7 @@ function event(name, data) {  // one server-sent event; true if it says why the 
   } else if (name === "done") say("done: the agent answered");
   else if (name === "out_of_steps") say("", `out of steps: ${data.note}`);
   else if (name === "cancelled") say("", "the run was cancelled: Resume goes on");
-  else say("", data.error || `the run stopped: ${name}`);  // "error": the brain failed, say, in a word
+  else say("", data.error || `the run stopped: ${name}`);  // "error": what failed, in generic words
   return true;
 }
 
