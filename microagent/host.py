@@ -10,6 +10,7 @@ A client talks to the office over plain HTTP (standard library only):
     POST /sessions/{id}/approvals     {"approval_token", "approve", "reason"?, "args"?}: the verdict, then the rest
     POST /sessions/{id}/resume        {}: goes on where the notebook stopped (a crash, a cancel, an expired token)
     GET  /sessions/{id}               -> the notebook (what Context.from_json reads) and what is pending
+    GET  /                            -> the page for the person who approves (microagent/page.html)
 
 The stream is server-sent events, one per Step: `thinking` (a piece of the
 brain's text), `result` (a tool's note, `error` true for an error note), and a
@@ -277,6 +278,12 @@ class Server(http.server.ThreadingHTTPServer):
         self.log(f"{CALL.get('?')}: a tool failed: {type(error).__name__}: {error}")
 
 
+# the page for the person who approves, beside this file: path -> (file, type); its script only from its file
+PAGE = {"/": ("page.html", "text/html"), "/page.js": ("page.js", "text/javascript"),
+        "/page.css": ("page.css", "text/css")}
+CSP = "default-src 'self'; script-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+
+
 class Handler(http.server.BaseHTTPRequestHandler):
     server: Server
     disable_nagle_algorithm = True  # each event goes out as it is written, not 40 ms later
@@ -299,6 +306,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.streaming = False  # once a stream has begun, a failure can only end it
         try:
             body = self.body() if method == "POST" else b""
+            if method == "GET" and self.path in PAGE:  # the page needs no token: it asks the person for one
+                return self.page(*PAGE[self.path])
             user = self.server.user(self.headers.get("Authorization", ""))
             path = self.path.split("?")[0].split("/")[1:]  # "/sessions/{id}/messages" -> [sessions, id, messages]
             if (method, path) == ("POST", ["sessions"]):
@@ -337,6 +346,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
         """What http.server refuses itself (a broken request line, an unknown method) is JSON too."""
         self.close_connection = True
         self.reply(code, {"error": message or self.responses.get(code, ("refused",))[0]})
+
+    def page(self, name: str, kind: str) -> None:
+        """A file of the page, with headers that let the browser run no script but its own file."""
+        with open(os.path.join(os.path.dirname(__file__), name), "rb") as f:
+            payload = f.read()
+        self.send_response(200)
+        for header, value in {"Content-Type": f"{kind}; charset=utf-8", "Content-Length": len(payload),
+                              "Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff"}.items():
+            self.send_header(header, str(value))
+        self.end_headers()
+        self.wfile.write(payload)
 
     def reply(self, status: int, data: dict, headers: dict | None = None) -> None:
         payload = json.dumps(data).encode()
