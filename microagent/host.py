@@ -10,6 +10,7 @@ A client talks to the office over plain HTTP (standard library only):
     POST /sessions/{id}/approvals     {"approval_token", "approve", "reason"?, "args"?}: the verdict, then the rest
     POST /sessions/{id}/resume        {}: goes on where the notebook stopped (a crash, a cancel, an expired token)
     GET  /sessions/{id}               -> the notebook (what Context.from_json reads) and what is pending
+    GET  /sessions/{id}/picture       -> the notebook drawn as a sequence diagram (SVG, microagent.picture)
     GET  /                            -> the page for the person who approves (microagent/page.html)
 
 The stream is server-sent events, one per Step: `thinking` (a piece of the
@@ -58,6 +59,7 @@ from microagent.context import Context
 from microagent.demo import check_policy, look_up_order, support_policy
 from microagent.invariants import check
 from microagent.message import SYSTEM, USER, Message
+from microagent.picture import draw
 from microagent.retry import hiding
 from microagent.schema import as_tool
 from microagent.tool import final_answer
@@ -281,7 +283,8 @@ class Server(http.server.ThreadingHTTPServer):
 # the page for the person who approves, beside this file: path -> (file, type); its script only from its file
 PAGE = {"/": ("page.html", "text/html"), "/page.js": ("page.js", "text/javascript"),
         "/page.css": ("page.css", "text/css")}
-CSP = "default-src 'self'; script-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+CSP = ("default-src 'self'; script-src 'self'; img-src 'self' blob:; object-src 'none'; base-uri 'none'; "
+       "frame-ancestors 'none'")  # blob: the run's picture, fetched with the token and shown as an image
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -312,7 +315,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             path = self.path.split("?")[0].split("/")[1:]  # "/sessions/{id}/messages" -> [sessions, id, messages]
             if (method, path) == ("POST", ["sessions"]):
                 return self.create(user, body)
-            routes = {("GET", ""): self.show, ("POST", "messages"): self.messages,
+            routes = {("GET", ""): self.show, ("GET", "picture"): self.picture, ("POST", "messages"): self.messages,
                       ("POST", "approvals"): self.approvals, ("POST", "resume"): self.resume}
             handler = routes.get((method, path[2] if len(path) == 3 else ""))
             if not (path[:1] == ["sessions"] and len(path) in (2, 3) and handler):
@@ -382,6 +385,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.reply(200, {"id": sid, "notebook": json.loads(s.context.to_json()), "running": self.running(s),
                          "pending": pending and {"tool": pending.tool, "args": json.loads(pending.args),
                                                  "call": len(s.context) - 1}})
+
+    def picture(self, user: str, sid: str, body: bytes) -> None:
+        """The notebook drawn as a sequence diagram (microagent.picture): SVG, its every text escaped."""
+        payload = draw(self.session(user, sid).context).svg.encode()
+        self.send_response(200)
+        for header, value in {"Content-Type": "image/svg+xml; charset=utf-8", "Content-Length": len(payload),
+                              "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'",
+                              "X-Content-Type-Options": "nosniff"}.items():
+            self.send_header(header, str(value))
+        self.end_headers()
+        self.wfile.write(payload)
 
     def messages(self, user: str, sid: str, body: bytes) -> None:
         text = parse(body, {"text": str})["text"]

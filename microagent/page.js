@@ -40,10 +40,14 @@ async function call(method, path, body) {  // one request: its JSON answer, or t
   return data;
 }
 
-async function story() {  // the session's notebook, drawn again as the story
+async function story() {  // the session's notebook, drawn again as the story, and as a picture
   const session = await call("GET", `/sessions/${sid}`);
   $("story").replaceChildren();
   session.notebook.messages.forEach(add);
+  const svg = await fetch(`/sessions/${sid}/picture`, {headers: {Authorization: `Bearer ${token}`}});
+  if ($("picture").src) URL.revokeObjectURL($("picture").src);
+  $("picture").src = URL.createObjectURL(await svg.blob());  // subtle: an image, so no script in it could run
+  $("picture").hidden = false;
   return session;
 }
 
@@ -102,7 +106,7 @@ function event(name, data) {  // one server-sent event; true if it says why the 
 async function open() {  // the session in the address: its notebook, and a fresh token for what waits
   sid = location.hash.slice(1);
   $("story").replaceChildren();
-  $("approval").hidden = true;
+  $("approval").hidden = $("picture").hidden = true;
   $("session").textContent = sid ? `session ${sid}` : "no session yet";
   if (!sid) return say("");
   if (!/^[\w-]+$/.test(sid)) return say("", "a session id is letters, digits, - and _");

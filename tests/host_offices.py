@@ -59,6 +59,8 @@ def request(port: int, method: str, path: str, token: str | None, body=None, tim
         conn.close()
     if response.getheader("Content-Type") == "text/event-stream":
         return response.status, response, events(text)
+    if response.getheader("Content-Type", "").startswith("image/svg+xml"):
+        return response.status, response, text  # the picture of a run
     return response.status, response, json.loads(text) if text else None
 
 

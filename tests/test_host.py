@@ -7,6 +7,7 @@ test_host_processes.py.
 
 import base64
 import json
+import xml.etree.ElementTree as ET
 import socket
 import sqlite3
 import threading
@@ -19,6 +20,7 @@ from host_offices import request
 from microagent import Action, Agent, Context, as_tool, final_answer, scripted
 from microagent.host import MAX_TEXT, Server, digest, refund_office, sign, verify
 from microagent.invariants import check
+from microagent.picture import draw
 
 SECRET = b"s" * 32
 QUESTION = "Can I get a refund for order A1234? It arrived broken."
@@ -310,12 +312,25 @@ def test_changing_any_one_character_of_a_token_breaks_it(claims, at, char):
 def test_another_users_session_answers_404_exactly_like_a_missing_one(host):
     h = host()
     sid, token = h.paused()
-    for method, path, body in [("GET", "", None), ("POST", "/messages", {"text": "hi"}), ("POST", "/resume", {}),
+    for method, path, body in [("GET", "", None), ("GET", "/picture", None), ("POST", "/messages", {"text": "hi"}),
+                               ("POST", "/resume", {}),
                                ("POST", "/approvals", {"approval_token": token, "approve": True})]:
         theirs = h.call("bob", method, f"/sessions/{sid}{path}", body)
         missing = h.call("bob", method, f"/sessions/no-such-session{path}", body)
         assert theirs[0] == missing[0] == 404 and theirs[2] == missing[2] == {"error": "no such session"}
     assert h.refunds() == [] and h.notebook(sid).pending is not None
+
+
+def test_the_owner_gets_the_run_drawn_as_a_picture_with_every_text_escaped(host):
+    h = host()
+    sid = h.new()
+    h.ask(sid, "<img src=x onerror=alert(1)> refund A1234?")
+    status, response, svg = h.call("alice", "GET", f"/sessions/{sid}/picture")
+    assert status == 200 and response.getheader("Content-Type") == "image/svg+xml; charset=utf-8"
+    assert response.getheader("Content-Security-Policy") == "default-src 'none'; style-src 'unsafe-inline'"
+    tree = ET.fromstring(svg)  # well-formed, and the question is text in it, never an element
+    assert "<img" not in svg and not tree.findall(".//{http://www.w3.org/2000/svg}img")
+    assert svg == draw(h.notebook(sid)).svg
 
 
 def test_a_message_while_an_approval_waits_gets_409_until_the_human_decides(host):

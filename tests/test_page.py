@@ -154,13 +154,13 @@ def test_the_page_is_served_with_headers_that_allow_only_its_own_script(host):
         conn.close()
         assert response.status == 200 and body == (PAGE / ("page.html" if path == "/" else path[1:])).read_bytes()
         assert response.getheader("Content-Type") == f"{kind}; charset=utf-8"
-        assert response.getheader("Content-Security-Policy") == ("default-src 'self'; script-src 'self'; "
+        assert response.getheader("Content-Security-Policy") == ("default-src 'self'; script-src 'self'; img-src 'self' blob:; "
                                                                  "object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
         assert response.getheader("X-Content-Type-Options") == "nosniff"
     html = (PAGE / "page.html").read_text()
     assert "<script>" not in html and "onclick" not in html and "style=" not in html  # nothing inline
     # what the README claims: the page and its script are small enough to read in a sitting
-    assert sum(len((PAGE / name).read_text().splitlines()) for name in ("page.html", "page.js")) <= 200
+    assert sum(len((PAGE / name).read_text().splitlines()) for name in ("page.html", "page.js")) <= 210
 
 
 # ----------------------------------------------------------------------------
@@ -188,6 +188,11 @@ def test_a_whole_refund_with_an_approval_and_the_story_again_after_a_reload(host
     expect(alice.page.locator("#status")).to_have_text("ready")
     expect(alice.story()).to_have_text(story)
     assert alice.dialogs == [] and h.refunds() == [("A1234", 79)]
+    # and the run drawn as a picture (microagent.picture), loaded as an image with the token
+    picture = alice.page.locator("#picture")
+    expect(picture).to_be_visible()
+    alice.page.wait_for_function("document.getElementById('picture').naturalWidth > 500")
+    assert picture.get_attribute("src").startswith("blob:") and not any("picture?" in url for url in alice.urls)
 
 
 def test_a_denial_needs_a_reason_and_the_agent_reads_it(host, person):
@@ -305,7 +310,8 @@ def test_markup_from_the_brain_or_a_tool_shows_as_text_and_never_runs(host, pers
     expect(alice.story()).to_have_count(5)
     expect(alice.story().nth(2)).to_have_text(f"← look_up: {MARKUP}")
     page = alice.page
-    assert page.locator("img").count() == 0 and page.locator("b, i").count() == 0
+    assert page.locator("img:not(#picture)").count() == 0 and page.locator("b, i").count() == 0
+    assert page.locator("#picture").get_attribute("src").startswith("blob:")  # the run's picture: an image
     assert page.locator("script").count() == 1  # page.js, and nothing the run wrote
     assert alice.dialogs == []
     page.evaluate("alert('a dialog is caught')")  # so an alert() the run had set off would have been seen
