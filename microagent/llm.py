@@ -11,34 +11,43 @@ Two plain functions are the whole translation, and each can be read and tested a
 
     notebook                          on the wire
     system note, question             {"role": "system"}, {"role": "user"}
-    decision note (the n-th)          {"role": "assistant", "tool_calls": [{"id": "call_n", ...}]}
+    decision note (the n-th)          {"role": "assistant", "content": "", "tool_calls": [{"id": "call_n", ...}]}
     result note                       {"role": "tool", "tool_call_id": "call_n", "content": ...}
     a human's verdict                 folded into the result: "approved by alice with {...}: ..."
     out-of-steps note                 {"role": "assistant", "content": ...}
+    a reply that held no move         what the model wrote, as it wrote it, then a user note: "error: ..."
 
     reply                             Actions
     tool calls                        one Action per call, in order, arguments as the raw JSON text
     words and no tool call            Action("final_answer", {"answer": words}): the run ends
+    nothing, or cut off               Action("", {"problem": ...}, what it wrote): an error note next turn
 
 `chat_policy(model, base_url, ...)` is the brain built on them: it sends the
 request, retries politely, yields the reply's text piece by piece as it streams
 in (and then the tokens it cost), and returns the Actions. For a model without
 native tool calling, `native_tools=False` describes the tools in the prompt and
-reads one JSON object per turn instead. `recorded` and `replayed` turn a live
-run into a file of decisions and back into an offline brain.
+reads one JSON object per turn instead; `response_format=` also sends the JSON
+Schema of a move, so a server that constrains its output can only write valid ones.
+`recorded` and `replayed` turn a live run into a file of decisions and back into
+an offline brain.
 
-Cancelling a run (`agent.steps(..., cancel=event)`) takes effect at the next
-piece of a streamed reply: the response is closed and nothing half-decided is
-written. The timeout bounds each wait for the server, not a whole reply.
+The key never leaves `base_url`: a redirect is refused, and the key is blanked out
+of anything a server says before it is shown. Cancelling a run (`agent.steps(...,
+cancel=event)`) takes effect at the next piece of a streamed reply, keep-alives
+and pieces of tool calls included, and during a wait before a retry: the response
+is closed and nothing half-decided is written. The timeout bounds each wait for
+the server, not a whole reply; a reply may be at most MAX_REPLY bytes.
 
-It leaves out: SDKs, images and audio, several choices per reply, structured
-output modes, async, and a deadline for a whole reply.
+It leaves out: SDKs, images and audio, several choices per reply, async, and a
+deadline for a whole reply.
 """
 
 import inspect
 import json
+import math
 import os
 import pathlib
+import re
 import time
 import urllib.error
 import urllib.request
@@ -46,12 +55,17 @@ from dataclasses import dataclass
 from http.client import HTTPException
 
 from microagent.context import Context
-from microagent.message import ASSISTANT, TOOL, USER
+from microagent.message import Message
 from microagent.policy import Action, decisions, scripted
 from microagent.tool import Tool
 
 IN_WORDS = "(a reply in words: the final answer)"  # the reasoning written for such a reply
 MAX_WAIT = 60.0  # seconds: the longest Retry-After honoured, so a server can't park a run for hours
+MAX_REPLY = 8 << 20  # bytes: the most one reply may be (8 MiB), so a runaway server can't fill the memory
+SAID = 300  # characters: the most of a server's own words an error quotes
+RESPONSE_FORMATS = ("json_schema", "json_object")  # OpenAI's form, and the one llama.cpp's servers take
+OURS = ("model", "messages", "tools", "tool_choice", "stream", "stream_options", "response_format",
+        "temperature", "max_tokens")  # request fields the brain writes itself: not for `extra`
 
 
 @dataclass(frozen=True)
@@ -60,6 +74,12 @@ class Usage:
     prompt_tokens: int
     completion_tokens: int
     total_tokens: int
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """The brain is still at work, with no words to show yet: each one is a chance to cancel."""
+    what: str  # "a keep-alive", "a call to add", "2s before trying again", ...
 
 
 class LLMError(RuntimeError):
@@ -83,30 +103,41 @@ def to_messages(ctx: Context, native: bool = True) -> list[dict]:
     """The notebook as chat messages; the n-th decision's call gets the id call_n.
 
     >>> from microagent.message import Message
-    >>> ctx = Context((Message("user", "2 + 3?"), Message("assistant", "add", tool="add", args='{"a": 2, "b": 3}'),
+    >>> ctx = Context((Message("user", "2 + 3?"), Message("assistant", "", tool="add", args='{"a": 2, "b": 3}'),
     ...                Message("tool", "5", name="add")))
     >>> for m in to_messages(ctx): print(m)
     {'role': 'user', 'content': '2 + 3?'}
-    {'role': 'assistant', 'content': 'add', 'tool_calls': [{'id': 'call_1', 'type': 'function', 'function': {'name': 'add', 'arguments': '{"a": 2, "b": 3}'}}]}
+    {'role': 'assistant', 'content': '', 'tool_calls': [{'id': 'call_1', 'type': 'function', 'function': {'name': 'add', 'arguments': '{"a": 2, "b": 3}'}}]}
     {'role': 'tool', 'tool_call_id': 'call_1', 'content': '5'}
     """  # noqa: E501 (the wire format, as it is)
     out, n, verdict = [], 0, ""
+    owed = None  # a decision the loop wrote for the model: the problem to tell it ("" for words)
     for m in ctx:
-        if m.role == ASSISTANT and m.tool is not None:  # a decision
+        if m.is_decision and (_problem(m) is not None or _words_of(m) is not None):
+            # subtle: the loop wrote this decision on the model's behalf. The model gets back
+            # what it really wrote, and then (for a reply with no move) what was wrong with it.
+            owed = _problem(m)
+            out.append({"role": "assistant", "content": _words_of(m) if owed is None else m.content})
+            owed = owed or ""
+        elif m.is_decision:
             n += 1
-            if native:
+            if native:  # subtle: "content" is text even when empty: some servers refuse null
                 call = {"id": f"call_{n}", "type": "function", "function": {"name": m.tool, "arguments": m.args}}
-                out.append({"role": "assistant", "content": m.content or None, "tool_calls": [call]})
+                out.append({"role": "assistant", "content": m.content, "tool_calls": [call]})
             else:  # the move written back as the JSON object the model was asked for
                 move = {"tool": m.tool, "args": _parsed(m.args), "reasoning": m.content}
                 out.append({"role": "assistant", "content": json.dumps(move, ensure_ascii=False)})
-        elif m.role == USER and m.tool is not None:
+        elif m.is_verdict:
             # subtle: a human's verdict sits between a decision and its result in the notebook,
             # but nothing may sit between a tool call and its result on the wire. So an approval
             # travels inside the result, where the model sees what it asked and what was approved.
             # A denial needs no help: its result note already says who denied it and why.
             verdict = "" if m.args is None else f"approved by {m.name} with {m.args}: "
-        elif m.role == TOOL:  # only the result travels, never an inner agent's notes
+        elif m.is_result and owed is not None:  # words were the answer: no result, unless it failed
+            if owed or m.error:
+                out.append({"role": "user", "content": "error: " + (owed or m.content.removeprefix("error: "))})
+            owed = None
+        elif m.is_result:  # only the result travels, never an inner agent's notes
             content, verdict = verdict + m.content, ""
             out.append({"role": "tool", "tool_call_id": f"call_{n}", "content": content} if native
                        else {"role": "user", "content": f"{m.name} returned: {content}"})
@@ -124,9 +155,27 @@ def json_rules(tools: tuple[Tool, ...]) -> str:
     return "\n".join(lines)
 
 
+def move_schema(tools: tuple[Tool, ...]) -> dict:
+    """The JSON Schema of one move: one branch per tool, its name a constant, its arguments its own schema.
+
+    >>> from microagent.tool import final_answer
+    >>> move_schema((final_answer,))["anyOf"][0]["properties"]["tool"]
+    {'const': 'final_answer'}
+    """
+    return {"anyOf": [{"type": "object",
+                       "properties": {"tool": {"const": t.name}, "args": t.schema, "reasoning": {"type": "string"}},
+                       "required": ["tool", "args", "reasoning"], "additionalProperties": False}
+                      for t in tools]}
+
+
 def to_request(ctx: Context, tools: tuple[Tool, ...], model: str, *, temperature: float | None = 0.0,
-               stream: bool = False, native: bool = True) -> dict:
-    """The JSON body of one chat completions request: the whole notebook, the tools, the settings."""
+               stream: bool = False, native: bool = True, response_format: str | None = None,
+               **fields) -> dict:
+    """The JSON body of one chat completions request: the whole notebook, the tools, the settings.
+
+    `response_format` ("json_schema" or "json_object") sends the schema of a move when
+    `native` is False; `fields` (tool_choice, max_tokens, ...) are sent as given unless None.
+    """
     messages = to_messages(ctx, native)
     if not native:  # the tools go into the system prompt instead
         rules = json_rules(tools)
@@ -137,8 +186,15 @@ def to_request(ctx: Context, tools: tuple[Tool, ...], model: str, *, temperature
     body = {"model": model, "messages": messages}
     if native and tools:
         body["tools"] = [tool_spec(t) for t in tools]
+    else:
+        fields.pop("tool_choice", None)  # there are no tools on the wire to choose from
+    if response_format == "json_schema":  # OpenAI's form
+        body["response_format"] = {"type": "json_schema", "json_schema": {"name": "move", "schema": move_schema(tools)}}
+    elif response_format == "json_object":  # the form llama.cpp's servers take
+        body["response_format"] = {"type": "json_object", "schema": move_schema(tools)}
     if temperature is not None:  # None: the server's default (some models accept no other)
         body["temperature"] = temperature
+    body.update({name: value for name, value in fields.items() if value is not None})
     body["stream"] = stream
     if stream:
         body["stream_options"] = {"include_usage": True}  # so the last chunk counts the tokens
@@ -156,12 +212,12 @@ def to_actions(message: dict, native: bool = True) -> list[Action]:
     >>> to_actions({"role": "assistant", "content": "It is 5."})[0].args
     '{"answer": "It is 5."}'
     """
-    text = (message.get("content") or "").strip()
+    text = message.get("content") or ""
     if not native:
         return [read_move(text)]
     calls = message.get("tool_calls") or []
     if not calls:
-        return [_in_words(text)]
+        return [_in_words(text, "call one of the tools, or answer in words")]
     actions = []
     for i, call in enumerate(calls):
         fn = call.get("function") or {}
@@ -169,7 +225,7 @@ def to_actions(message: dict, native: bool = True) -> list[Action]:
         # fix: the loop turns it into an error note, and the model reads it next turn.
         # A name that is not text becomes "", which the loop answers the same way; arguments
         # sent as an object instead of text are turned into JSON text by Action itself.
-        actions.append(Action(_text(fn.get("name")), fn.get("arguments") or "{}", text if i == 0 else ""))
+        actions.append(Action(_text(fn.get("name")), fn.get("arguments") or "{}", text.strip() if i == 0 else ""))
     return actions
 
 
@@ -177,31 +233,61 @@ def read_move(text: str) -> Action:
     """The move in a reply written as JSON text: the first JSON object in it with a "tool".
 
     Code fences and chatter around the object are skipped. A reply with no "{" at all
-    is the model answering in words (its final answer); one with an object that can't
-    be read becomes a call to no tool, which the loop turns into an error note.
+    is the model answering in words (its final answer); one with no object that can be
+    read as a move is no move: the model reads next turn what it wrote and what was wrong.
 
     >>> read_move('Sure!```json\\n{"tool": "add", "args": {"a": 2, "b": 3}, "reasoning": "sum"}\\n```')
     Action(tool='add', args='{"a": 2, "b": 3}', reasoning='sum')
     >>> read_move("It is 5.").tool, read_move('{"tool": "add", "args": {"a": 2,}}').tool
     ('final_answer', '')
     """
-    decoder = json.JSONDecoder()
-    for start in (i for i, ch in enumerate(text) if ch == "{"):
-        try:
-            found, _end = decoder.raw_decode(text, start)  # one whole JSON value from here on
-        except ValueError:
-            continue
-        if isinstance(found, dict) and isinstance(found.get("tool"), str):
-            return Action(found["tool"], found.get("args", {}), _text(found.get("reasoning")))
     if "{" not in text:
-        return _in_words(text)
-    return Action("", "{}", f"(the reply was not one JSON object with a tool: {text})")
+        return _in_words(text, MOVE)
+    decoder, start, tries = json.JSONDecoder(), 0, 0
+    # subtle: only a "{" followed by a quote can start a move, each start is tried once, and at
+    # most 20 that fail: a failed try costs up to the whole text, so a reply of 400,000 "{" is
+    # read in one pass, not 400,000.
+    while tries < 20 and (found := _OPENING.search(text, start)):
+        try:
+            value, end = decoder.raw_decode(text, found.start())  # one whole JSON value from here on
+        except (ValueError, RecursionError):  # broken, or nested too deep to read
+            tries, start = tries + 1, found.start() + 1
+            continue
+        if isinstance(value, dict) and isinstance(value.get("tool"), str):
+            return Action(value["tool"], value.get("args", {}), _text(value.get("reasoning")))
+        start = end  # an object that is not a move: what is inside it isn't either
+    return _no_move_action(text, f"your reply was not one JSON object with a tool: {MOVE}")
 
 
-def _in_words(text: str) -> Action:
-    if not text:  # an empty reply: final_answer without an answer, so the loop says what's missing
-        return Action("final_answer", {}, "(the reply was empty)")
-    return Action("final_answer", {"answer": text}, IN_WORDS)
+MOVE = 'reply with one JSON object with a tool: {"tool": ..., "args": {...}, "reasoning": ...}'
+_OPENING = re.compile(r'\{\s*"')
+
+
+def _no_move_action(text: str, problem: str) -> Action:
+    """The loop's stand-in for a reply that held no move: it keeps what the model wrote."""
+    return Action("", {"problem": problem}, text)
+
+
+def _problem(note: Message) -> str | None:
+    """What was wrong with a reply that held no move, if this decision stands in for one."""
+    if note.tool != "":
+        return None
+    said = _parsed(note.args)
+    return said["problem"] if isinstance(said, dict) and isinstance(said.get("problem"), str) else None
+
+
+def _words_of(note: Message) -> str | None:
+    """The words the model wrote, if this decision is the final answer the loop wrote from them."""
+    if note.tool != "final_answer" or note.content != IN_WORDS:
+        return None
+    said = _parsed(note.args)
+    return said.get("answer") if isinstance(said, dict) and isinstance(said.get("answer"), str) else None
+
+
+def _in_words(text: str, expected: str) -> Action:
+    if not text.strip():  # an empty reply is no move: the loop must not make one up
+        return _no_move_action(text, f"your reply was empty: {expected}")
+    return Action("final_answer", {"answer": text.strip()}, IN_WORDS)
 
 
 def _text(value) -> str:
@@ -211,24 +297,37 @@ def _text(value) -> str:
 def _parsed(args: str):
     try:
         return json.loads(args)
-    except ValueError:
+    except (ValueError, RecursionError):
         return args  # broken JSON goes back as the model wrote it
 
 
 # --- the brain: one HTTP request per decision -------------------------------------------
 
 def chat_policy(model: str, base_url: str = "http://localhost:11434/v1", *, api_key: str | None = None,
-                api_key_env: str | None = None, temperature: float | None = 0.0, timeout: float = 60.0,
-                retries: int = 3, stream: bool = True, native_tools: bool = True, sleep=time.sleep):
+                api_key_env: str | None = None, temperature: float | None = 0.0, max_tokens: int | None = None,
+                tool_choice: str | dict | None = None, extra: dict | None = None, timeout: float = 60.0,
+                retries: int = 3, stream: bool = True, native_tools: bool = True,
+                response_format: str | None = None, sleep=time.sleep):
     """A brain that asks the model at `base_url` (OpenAI-compatible) for every next move.
 
     The key is `api_key`, or read from the environment variable named `api_key_env`;
     none is sent if neither is given (local servers need none). It is never printed.
+    `max_tokens` caps each reply (a reply cut off there is an error note the model reads).
+    `tool_choice` is sent as given: llama.cpp's Python server calls no tool unless it is
+    named ("required", or {"type": "function", "function": {"name": ...}}), vLLM refuses
+    "auto" unless started with a flag, and most others default to "auto" when it is left out.
+    `extra` holds further request fields a server needs, sent as given (llama.cpp's
+    {"cache_prompt": true}, Ollama's {"options": {"num_ctx": 8192}}, ...).
+    `response_format` ("json_schema", OpenAI's form, or "json_object", llama.cpp's) sends
+    the JSON Schema of a move with `native_tools=False`, for servers that constrain output.
     `timeout` bounds each wait for the server in seconds; 429 and 5xx answers are
-    tried again `retries` times, waiting as the server asks (`sleep` does the waiting).
-    The policy yields the reply's text (piece by piece when `stream`), then a Usage.
+    tried again `retries` times, waiting as the server asks (`sleep` does the waiting),
+    unless the answer says the request itself is wrong.
+    The policy yields the reply's text (piece by piece when `stream`), then a Usage;
+    Waiting events stand for the pieces that are not words (keep-alives, tool calls, retries).
     """
-    _check_settings(model, base_url, timeout, retries)
+    _check_settings(model, base_url, timeout, retries, max_tokens, tool_choice, extra, native_tools,
+                    response_format)
     if api_key is not None and not isinstance(api_key, str):
         raise TypeError("api_key is a string (or leave it out and name an environment variable: api_key_env=)")
     if api_key is None and api_key_env is not None:
@@ -240,38 +339,50 @@ def chat_policy(model: str, base_url: str = "http://localhost:11434/v1", *, api_
         key_hint = "the api_key passed"
     else:
         key_hint = "no key was sent: pass api_key= or api_key_env="
+    if api_key and not (api_key.isascii() and api_key.isprintable() and " " not in api_key):
+        # subtle: never echo the key here; a ValueError from http.client would print it whole
+        raise ValueError(f"{key_hint} has a space, a line break or a character outside plain ASCII "
+                         "(a newline left by a .env file?): strip it; the key is not shown here")
     url = base_url.rstrip("/") + "/chat/completions"
     headers = {"Content-Type": "application/json", "User-Agent": "microagent"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
+    fields = {"max_tokens": max_tokens, "tool_choice": tool_choice, **(extra or {})}
 
-    def problem(status: int, detail: str, tries: int) -> str:
+    def problem(status: int, detail: str, tries: int, settled: bool = False) -> str:
         """The words for a failed request; a server that repeats the key gets it blanked out."""
-        detail = detail.replace(api_key, "[the key]") if api_key else detail
-        return _http_problem(url, status, detail, tries, model, key_hint, native_tools)
+        return _http_problem(url, status, _quote(_the_point(detail), api_key), tries, settled, model,
+                             key_hint, native_tools, _too_long(detail))
 
     def policy(ctx: Context, tools: tuple[Tool, ...]):
         if "final_answer" not in [t.name for t in tools]:
             raise ValueError("an LLM brain needs the final_answer tool among the agent's tools: "
                              "a reply in words is the model's final answer, given through it")
-        body = to_request(ctx, tools, model, temperature=temperature, stream=stream, native=native_tools)
-        response = _post(url, json.dumps(body).encode(), headers, timeout, retries, sleep, problem)
+        body = to_request(ctx, tools, model, temperature=temperature, stream=stream, native=native_tools,
+                          response_format=response_format, **fields)
+        response = yield from _post(url, json.dumps(body).encode(), headers, timeout, retries, sleep, problem)
         try:  # subtle: this finally also runs when the agent closes the generator on cancel
             if stream:
-                message = yield from _read_stream(response, url, timeout)
+                message, usage, finish = yield from _read_stream(response, url, timeout, api_key)
             else:
-                message, usage = _read_whole(response, url, timeout)
+                message, usage, finish = _read_whole(response, url, timeout, api_key)
                 if message["content"].strip():
                     yield message["content"]
                 if usage is not None:
                     yield usage
         finally:
             response.close()
+        if finish == "length":  # cut off: whatever it wrote is not a whole move
+            limit = usage.completion_tokens if usage else max_tokens
+            at = f" at {limit} tokens" if limit else ""
+            return [_no_move_action(message["content"], f"your reply was cut off{at}, before it was whole: "
+                                    "write less, " + ("call one tool" if native_tools else MOVE))]
         return to_actions(message, native_tools)
     return policy
 
 
-def _check_settings(model: str, base_url: str, timeout: float, retries: int) -> None:
+def _check_settings(model, base_url, timeout, retries, max_tokens, tool_choice, extra, native_tools,
+                    response_format) -> None:
     """Settings that can't work are a ValueError now, not a puzzling failure at the first request."""
     if not (isinstance(model, str) and model):
         raise ValueError(f"model must be the model's name on the server, not {model!r}")
@@ -279,27 +390,68 @@ def _check_settings(model: str, base_url: str, timeout: float, retries: int) -> 
         raise ValueError(f"base_url must start with http:// or https://, not {base_url!r}")
     if not (isinstance(timeout, (int, float)) and 0 < timeout < float("inf")):
         raise ValueError(f"timeout must be a number of seconds above 0, not {timeout!r}")
-    if not (isinstance(retries, int) and retries >= 0):
+    if not (type(retries) is int and retries >= 0):  # subtle: True is an int in Python
         raise ValueError(f"retries must be a whole number, 0 or more, not {retries!r}")
+    if not (max_tokens is None or (type(max_tokens) is int and max_tokens > 0)):
+        raise ValueError(f"max_tokens must be a whole number above 0 (or None: the server's limit), not {max_tokens!r}")
+    if not (tool_choice is None or isinstance(tool_choice, (str, dict))):
+        raise ValueError(f'tool_choice is "auto", "required", "none" or a dict, as the server takes it, '
+                         f"not {tool_choice!r}")
+    if extra is not None:
+        if not isinstance(extra, dict):
+            raise ValueError(f"extra is a dict of further request fields, not {extra!r}")
+        ours = [name for name in extra if name in OURS]
+        if ours:
+            raise ValueError(f"extra may not set {', '.join(ours)}: the brain writes those (use its own settings)")
+        try:
+            json.dumps(extra)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"extra must hold plain JSON values ({e})") from None
+    if response_format not in (None, *RESPONSE_FORMATS):
+        raise ValueError(f"response_format is one of {', '.join(RESPONSE_FORMATS)}, or None, not {response_format!r}")
+    if response_format is not None and native_tools:
+        raise ValueError("response_format describes a move as JSON text: it goes with native_tools=False")
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A redirect is not followed: it comes back as the HTTPError it is, and _post refuses it."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None  # subtle: following it would send the key (and the notebook) to another address
+
+
+_OPENER = urllib.request.build_opener(_NoRedirects)  # urlopen's handlers, but this one for redirects
 
 
 def _post(url: str, data: bytes, headers: dict, timeout: float, retries: int, sleep, problem):
-    """Send the request; try again on 429 and 5xx; any other failure is an LLMError."""
+    """Send the request; try again on 429 and 5xx; any other failure is an LLMError.
+
+    It yields Waiting while it waits to try again, so a run can be cancelled then too.
+    """
+    before = None  # the last failure: the same 5xx twice is not going to change
     for attempt in range(retries + 1):
         try:
-            return urllib.request.urlopen(urllib.request.Request(url, data, headers), timeout=timeout)
+            return _OPENER.open(urllib.request.Request(url, data, headers), timeout=timeout)
         except urllib.error.HTTPError as e:
             status, detail, wait = e.code, _detail(e), _retry_after(e.headers.get("Retry-After"), attempt)
+            if 300 <= status < 400:
+                detail = str(e.headers.get("Location"))  # where it pointed is the detail that matters
             e.close()
-            if (status != 429 and status < 500) or attempt == retries:
-                raise LLMError(problem(status, detail, attempt + 1)) from None
+            settled = status >= 500 and (_invalid(detail) or (status, detail) == before)
+            if (status != 429 and status < 500) or attempt == retries or settled:
+                raise LLMError(problem(status, detail, attempt + 1, settled)) from None
+            before = status, detail
         except urllib.error.URLError as e:  # the request never got through: the reason says why
             raise LLMError(_not_reached(url, timeout, e.reason)) from None
         except TimeoutError:
             raise LLMError(_timed_out(url, timeout, "to start answering")) from None
         except (OSError, HTTPException) as e:  # e.g. the server hung up without answering
             raise LLMError(_broken(url, e)) from None
-        sleep(wait)
+        while wait > 0:  # in short naps, so a cancel is heard between them
+            yield Waiting(f"{wait:g}s before trying again")
+            nap = min(wait, 1.0)
+            sleep(nap)
+            wait -= nap
 
 
 def _not_reached(url: str, timeout: float, reason) -> str:
@@ -317,40 +469,75 @@ def _not_reached(url: str, timeout: float, reason) -> str:
 def _retry_after(header: str | None, attempt: int) -> float:
     """Seconds to wait before trying again: what the server asked for, or else 1, 2, 4, ..."""
     try:
-        return min(max(float(header), 0.0), MAX_WAIT)
+        seconds = float(header)
     except (TypeError, ValueError):  # absent, or given as a date: back off on our own
-        return min(2.0 ** attempt, MAX_WAIT)
+        seconds = float("nan")
+    if math.isnan(seconds):  # subtle: float("nan") parses, and time.sleep refuses it
+        seconds = 2.0 ** attempt
+    return min(max(seconds, 0.0), MAX_WAIT)
 
 
 def _detail(e: urllib.error.HTTPError) -> str:
-    """The server's own words about an error, short: its JSON error message, or its body."""
+    """The server's own words about an error, whole: its JSON error message, or its body."""
     try:
-        body = e.read().decode("utf-8", "replace")
+        body = e.read(64 << 10).decode("utf-8", "replace")  # a page of words is plenty
     except (OSError, HTTPException):
         return ""
     try:
         said = json.loads(body)["error"]
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, IndexError, RecursionError):
         said = body
-    return " ".join(_said(said).split())[:200]
+    return _said(said)
 
 
 def _said(error) -> str:
-    return str(error.get("message", error) if isinstance(error, dict) else error)
+    said = error.get("message", error) if isinstance(error, dict) else error
+    return said if isinstance(said, str) else _shown(said)
 
 
-def _http_problem(url: str, status: int, detail: str, tries: int, model: str, key_hint: str,
-                  native: bool) -> str:
+def _the_point(detail: str) -> str:
+    """Of a long list of validation errors, the ones about a message's content, if any say so."""
+    lines = [line.strip() for line in detail.splitlines() if line.strip()]
+    if len(lines) < 3 or "validation error" not in lines[0]:
+        return detail
+    # pydantic writes each error as a location line, then an indented line saying what is wrong
+    pairs = [f"{lines[i]}: {lines[i + 1]}" for i in range(1, len(lines) - 1, 2)]
+    about = [p for p in pairs if ".content" in p.split(":")[0] and "input_value=None" in p]
+    return f"{lines[0]}, among them: " + "; ".join(about) if about else detail
+
+
+def _invalid(detail: str) -> bool:
+    """Does the server say the request itself is malformed (so trying again can't help)?"""
+    return "validation error" in detail.lower()
+
+
+def _too_long(detail: str) -> bool:
+    """Does the server say the notebook is longer than the model's context?"""
+    return bool(re.search(r"context.length|context window|maximum context|too many tokens|exceeds? the context",
+                          detail, re.IGNORECASE))
+
+
+def _http_problem(url: str, status: int, detail: str, tries: int, settled: bool, model: str, key_hint: str,
+                  native: bool, too_long: bool) -> str:
     """What a failed status means, and what to do about it."""
     said = f" (the server said: {detail})" if detail else ""
     after = f", still after {tries} tries" if tries > 1 else ""  # 429 and 5xx are tried again
+    if 300 <= status < 400:
+        return (f"{url} redirected the request (HTTP {status}) to {detail}: it was not followed, since the "
+                "key and the notebook go only to base_url. If that address is right, make it the base_url")
     if status in (401, 403):  # subtle: no detail here: some servers echo part of a wrong key
         return f"{url} refused the request (HTTP {status}): check the API key; {key_hint}"
+    if too_long:
+        return (f"{url} rejected the request (HTTP {status}): the notebook is longer than the model's context"
+                f"{said}. Compact it (microagent.memory), or use a model with a longer context")
     if status == 404:
         return (f"{url} answered 404 not found{said}: check the model name {model!r} "
                 "(is it served there?) and the base URL (it usually ends in /v1)")
     if status == 429:
         return f"{url} is rate limiting (HTTP 429){after}{said}: wait, then try again"
+    if status >= 500 and settled:
+        return (f"{url} failed with HTTP {status}{after}{said}: the server rejects this request as it is, "
+                "so it was not tried again; a setting may not suit this server")
     if status >= 500:
         return f"{url} failed with HTTP {status}{after}{said}: try again later"
     hint = " If the model cannot call tools, try native_tools=False." if native else ""
@@ -370,111 +557,192 @@ def _not_chat(url: str) -> str:
     return f"{url} did not answer like a chat completions API: check the base URL (it usually ends in /v1)"
 
 
-def _malformed(url: str, what: str, value) -> str:
-    return f"{url} sent a reply that is not well formed: its {what} is {json.dumps(value)[:100]}"
+def _too_big(url: str) -> str:
+    return f"{url} sent a reply of more than {MAX_REPLY >> 20} MiB (MAX_REPLY): it was not read; set max_tokens"
 
 
-def _words(content, url: str) -> str:
+def _too_deep(url: str) -> str:
+    return f"{url} sent a reply nested too deeply to read: it is not a chat completion"
+
+
+def _malformed(url: str, what: str, value, key: str | None) -> str:
+    return f"{url} sent a reply that is not well formed: its {what} is {_quote(_shown(value), key, 100)}"
+
+
+def _shown(value) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (ValueError, TypeError, RecursionError):
+        return "(something that can't be shown)"
+
+
+def _quote(text: str, key: str | None, limit: int = SAID) -> str:
+    """A server's words, fit for an error: the key blanked out FIRST, then cut short.
+
+    >>> _quote("bad key sk-0123456789: " + "x" * 400, "sk-0123456789", 30)
+    'bad key [the key]: xxxxxxxxxxx...'
+    """
+    # subtle: cutting first could cut the key in two, and the half before the cut would show
+    text = text.replace(key, "[the key]") if key else text
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _words(content, url: str, key: str | None) -> str:
     """A reply's words: text, or OpenAI-style parts [{"type": "text", "text": ...}, ...] joined."""
     if content is None or isinstance(content, str):
         return content or ""
     if not isinstance(content, list):
-        raise LLMError(_malformed(url, "content", content))
+        raise LLMError(_malformed(url, "content", content, key))
     return "".join(p["text"] for p in content
                    if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str))
 
 
-def _calls(calls, url: str) -> list[dict]:
+def _calls(calls, url: str, key: str | None) -> list[dict]:
     """A reply's tool calls (or a delta's pieces of them), as long as they are a list of objects."""
     calls = [] if calls is None else calls
     if not (isinstance(calls, list) and all(isinstance(c, dict) and isinstance(c.get("function") or {}, dict)
                                             for c in calls)):
-        raise LLMError(_malformed(url, "tool_calls", calls))
+        raise LLMError(_malformed(url, "tool_calls", calls, key))
     return calls
 
 
-def _read_whole(response, url: str, timeout: float) -> tuple[dict, Usage | None]:
-    """A reply that was not streamed: its message (words as text, calls as a list) and its usage."""
+def _read_whole(response, url: str, timeout: float, key: str | None = None):
+    """A reply that was not streamed: its message (words as text, calls as a list), usage, finish_reason."""
     try:
-        reply = json.loads(response.read())
-        if reply.get("error"):
-            raise LLMError(f"{url} answered with an error: {_said(reply['error'])}")
-        message, usage = reply["choices"][0]["message"], _usage(reply.get("usage"))
+        body = response.read(MAX_REPLY + 1)
     except TimeoutError:
         raise LLMError(_timed_out(url, timeout, "to send the reply")) from None
     except (OSError, HTTPException) as e:
         raise LLMError(_broken(url, e)) from None
-    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+    if len(body) > MAX_REPLY:
+        raise LLMError(_too_big(url))
+    try:
+        reply = json.loads(body)
+    except RecursionError:
+        raise LLMError(_too_deep(url)) from None
+    except ValueError:
+        raise LLMError(_not_chat(url)) from None
+    if isinstance(reply, dict) and reply.get("error"):
+        raise LLMError(f"{url} answered with an error: {_quote(_said(reply['error']), key)}")
+    try:
+        choice = reply["choices"][0]
+        message, finish, usage = choice["message"], choice.get("finish_reason"), _usage(reply.get("usage"))
+    except (KeyError, IndexError, TypeError, AttributeError):
         raise LLMError(_not_chat(url)) from None
     if not isinstance(message, dict):
-        raise LLMError(_malformed(url, "message", message))
-    return {**message, "content": _words(message.get("content"), url),
-            "tool_calls": _calls(message.get("tool_calls"), url)}, usage
+        raise LLMError(_malformed(url, "message", message, key))
+    return {**message, "content": _words(message.get("content"), url, key),
+            "tool_calls": _calls(message.get("tool_calls"), url, key)}, usage, finish
 
 
-def _read_stream(response, url: str, timeout: float):
-    """A streamed reply: yield its text pieces as they come, then its Usage; return the whole message.
+def _read_stream(response, url: str, timeout: float, key: str | None = None):
+    """A streamed reply: yield its text pieces as they come, then its Usage; return what the whole one would.
 
     The stream is server-sent events: lines of `data: {chunk}`, ending with `data: [DONE]`.
     A chunk's `delta` holds a piece of text, or pieces of tool calls keyed by `index`:
     the first piece of a call brings its id and name, the rest bring bits of its arguments.
     Some servers send no index, only whole calls: then a piece's place in the delta's list
-    stands in for it, and a piece with a new id starts a new call.
+    stands in for it, and a piece with a new id starts a new call. Anything that is not
+    words (a keep-alive, a piece of a call) is yielded as Waiting, so a cancel is heard.
     """
-    text, calls, usage = [], [], None  # calls: [{"id", "type", "function": {"name", "arguments"}}]
-    events, growing = 0, {}  # growing: index (or place in the list) -> the call its pieces add to
+    text, calls, usage, finish = [], [], None, None  # calls: [{"id", "type", "function": {"name", "arguments"}}]
+    events, growing, held = 0, {}, ""  # growing: index (or place) -> its call; held: half an emoji
+    size, done, alien = 0, False, False  # bytes read so far; [DONE] seen; a line no stream has
     try:
-        for line in response:
+        while not done:
+            line = response.readline(MAX_REPLY + 1 - size)
+            size += len(line)
+            if size > MAX_REPLY:
+                raise LLMError(_too_big(url))
+            if not line:
+                break
             line = line.decode("utf-8").strip()
-            if not line.startswith("data:"):  # the blank line after each event, ": comments"
+            if line.startswith(":"):  # a comment: a keep-alive while the model thinks
+                yield Waiting("a keep-alive")
+                continue
+            if not line.startswith("data:"):  # the blank line after each event, event: and id: lines, ...
+                alien = alien or not (line == "" or line.startswith(("event:", "id:", "retry:")))
                 continue
             events, data = events + 1, line[len("data:"):].strip()
             if data == "[DONE]":
-                break
+                done = True
+                continue
             chunk = json.loads(data)
             if chunk.get("error"):
-                raise LLMError(f"{url} reported an error mid-reply: {_said(chunk['error'])}")
-            usage = _usage(chunk.get("usage")) or usage
+                raise LLMError(f"{url} reported an error mid-reply: {_quote(_said(chunk['error']), key)}")
+            usage, said = _usage(chunk.get("usage")) or usage, ""
             for choice in chunk.get("choices") or []:
+                finish = choice.get("finish_reason") or finish
                 delta = choice.get("delta") or {}
-                words = _words(delta.get("content"), url)
-                if words:
-                    text.append(words)
-                    yield words
-                for position, piece in enumerate(_calls(delta.get("tool_calls"), url)):
-                    key, new_id = piece.get("index", position), piece.get("id") or ""
-                    call = growing.get(key)
-                    if call is None or (new_id and call["id"] and new_id != call["id"]):
-                        call = growing[key] = {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
-                        calls.append(call)
-                    fn = piece.get("function") or {}
-                    call["id"] = call["id"] or new_id
-                    call["function"]["name"] = call["function"]["name"] or fn.get("name") or ""
-                    more = fn.get("arguments") or ""
-                    if not isinstance(more, str):  # some servers send the object itself, whole: write it as Action does
-                        more = json.dumps(more, ensure_ascii=False)
-                    call["function"]["arguments"] += more
+                # subtle: an emoji escaped as two halves (\ud83d\ude00) may be split between two
+                # chunks; the half that comes first waits for the other before it is shown
+                words = held + _words(delta.get("content"), url, key)
+                held = words[-1:] if "\ud800" <= words[-1:] <= "\udbff" else ""
+                said += words[:len(words) - len(held)]
+                for position, piece in enumerate(_calls(delta.get("tool_calls"), url, key)):
+                    _add_piece(calls, growing, piece, position)
+            if said:
+                text.append(_mended(said))
+                yield text[-1]
+            else:
+                yield Waiting(f"a call to {calls[-1]['function']['name']}" if calls else "the reply goes on")
     except TimeoutError:
         raise LLMError(_timed_out(url, timeout, "to send the next piece of the reply")) from None
     except (OSError, HTTPException) as e:
         raise LLMError(_broken(url, e)) from None
+    except RecursionError:
+        raise LLMError(_too_deep(url)) from None
     except (ValueError, AttributeError, TypeError):
         raise LLMError(_not_chat(url)) from None
-    if events == 0:  # not one event: whatever this is, it is not a stream of chunks
-        raise LLMError(_not_chat(url))
+    if not done:
+        if alien or events == 0 and size == 0:  # not a stream of chunks at all
+            raise LLMError(_not_chat(url))
+        if events == 0:
+            raise LLMError(f"{url} ended the stream without a reply: the server may not stream this request; "
+                           "try stream=False")
+        raise LLMError(f"{url} stopped mid-reply: the stream ended before data: [DONE], so the reply may not be "
+                       "whole; try again, or try stream=False")
+    if held:
+        text.append(_mended(held))
     if usage is not None:
         yield usage
+    for call in calls:
+        call["function"]["arguments"] = _mended(call["function"]["arguments"])
     message = {"role": "assistant", "content": "".join(text) or None}
     if calls:
         message["tool_calls"] = calls  # in the order they began
-    return message  # shaped like a reply that was not streamed, so to_actions can't tell them apart
+    return message, usage, finish  # shaped like a reply that was not streamed, so to_actions can't tell
 
 
-def _usage(counts: dict | None) -> Usage | None:
+def _add_piece(calls: list[dict], growing: dict, piece: dict, position: int) -> None:
+    """Add one streamed piece of a tool call to the call it belongs to, or start a new one."""
+    key, new_id = piece.get("index", position), piece.get("id") or ""
+    call = growing.get(key)
+    if call is None or (new_id and call["id"] and new_id != call["id"]):
+        call = growing[key] = {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
+        calls.append(call)
+    fn = piece.get("function") or {}
+    call["id"] = call["id"] or new_id
+    # subtle: some servers repeat the name in every piece: it is kept once, not added up
+    call["function"]["name"] = call["function"]["name"] or _text(fn.get("name"))
+    more = fn.get("arguments") or ""
+    if not isinstance(more, str):  # some servers send the object itself, whole: write it as Action does
+        more = json.dumps(more, ensure_ascii=False)
+    call["function"]["arguments"] += more
+
+
+def _mended(text: str) -> str:
+    """Text with each pair of emoji halves joined into the emoji, and a half left alone as U+FFFD."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def _usage(counts) -> Usage | None:
     if not isinstance(counts, dict):
         return None
-    prompt, completion = counts.get("prompt_tokens") or 0, counts.get("completion_tokens") or 0
-    return Usage(prompt, completion, counts.get("total_tokens") or prompt + completion)
+    prompt, completion, total = (counts.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens"))
+    prompt, completion = (n if type(n) is int else 0 for n in (prompt, completion))
+    return Usage(prompt, completion, total if type(total) is int else prompt + completion)
 
 
 # --- record a live brain, replay it offline ----------------------------------------------
@@ -507,7 +775,9 @@ def recorded(policy, path: str | pathlib.Path):
         # (left over when a run paused or stopped) would put an appended file out of step.
         lines = [json.dumps({"tool": a.tool, "args": a.args, "reasoning": a.reasoning}, ensure_ascii=False)
                  for a in decisions(ctx) + list(chosen)]
-        pathlib.Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+        # subtle: half an emoji can't be written as UTF-8; backslashreplace writes it as \ud83d,
+        # which is exactly how JSON escapes it, so the line still reads back as it was
+        pathlib.Path(path).write_bytes(("\n".join(lines) + "\n").encode("utf-8", "backslashreplace"))
         return chosen
     return recording
 
@@ -519,6 +789,8 @@ def read_actions(path: str | pathlib.Path) -> list[Action]:
         try:
             d = json.loads(line)
             actions.append(Action(d["tool"], d["args"], d["reasoning"]))
+        except RecursionError:
+            raise ValueError(f"{path}, line {n}: not a recorded action (nested too deeply to read)") from None
         except (ValueError, KeyError, TypeError) as e:
             raise ValueError(f"{path}, line {n}: not a recorded action ({e})") from None
     return actions

@@ -1,5 +1,6 @@
 """The LLM brain against a stand-in model server on 127.0.0.1: the wire, the office, every failure."""
 
+import io
 import json
 import os
 import socket
@@ -18,7 +19,7 @@ from microagent import (ASSISTANT, CANCELLED, SYSTEM, TOOL, USER, Action, Agent,
                         Message, approve, as_tool, decisions, deny, final_answer, scripted, story)
 from microagent.demo import QUESTION, check_policy, look_up_order, support_agent
 from microagent.memory import remembering
-from microagent.llm import (IN_WORDS, LLMError, Usage, _read_stream, chat_policy, read_actions, read_move,
+from microagent.llm import (IN_WORDS, LLMError, Usage, Waiting, _mended, _read_stream, chat_policy, read_actions, read_move,
                             recorded, replayed, to_actions, to_messages, to_request)
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "llm_agent.py"
@@ -149,7 +150,7 @@ def test_the_models_mistakes_come_back_to_it_as_notes_and_it_gets_to_fix_them(st
     assert ctx.last().content == "5"
     # the model read each error as the result of its own call, with the call as it sent it
     assert server.requests[1]["messages"][1:] == [
-        {"role": "assistant", "content": None, "tool_calls": [
+        {"role": "assistant", "content": "", "tool_calls": [
             {"id": "call_1", "type": "function", "function": {"name": "add", "arguments": '{"a": 2, "b": '}}]},
         {"role": "tool", "tool_call_id": "call_1", "content": errors[0]}]
 
@@ -209,9 +210,13 @@ def test_a_reply_in_words_is_the_final_answer_and_an_empty_one_is_an_error_note(
         Action("final_answer", {"answer": "It is 5."}, IN_WORDS)]
     server = stand_in(reply(""), reply("It is 5."))
     ctx = Agent(chat_policy("tiny", server.url), [add, final_answer]).run("2 + 3?")
-    assert ctx[1].content == "(the reply was empty)"
-    assert ctx[2].content == "error: bad arguments for final_answer: missing answer (it takes: answer)"
-    assert ctx.last() == Message(TOOL, "It is 5.", name="final_answer")
+    # user, assistant (no move: nothing was said), tool (the loop's error), assistant, tool
+    assert (ctx[1].tool, ctx[1].content) == ("", "")  # no call the model never made
+    assert ctx[2].error and ctx.last() == Message(TOOL, "It is 5.", name="final_answer")
+    # the model reads what it really wrote (nothing), then what was wrong, in plain words
+    assert server.requests[1]["messages"][1:] == [
+        {"role": "assistant", "content": ""},
+        {"role": "user", "content": "error: your reply was empty: call one of the tools, or answer in words"}]
 
 
 def test_an_llm_brain_without_final_answer_among_the_tools_says_so(stand_in):
@@ -279,15 +284,15 @@ def test_streamed_calls_without_an_index_stay_apart(stand_in):
 def test_any_reply_cut_anywhere_gives_the_actions_the_whole_reply_gives(text, calls, piece):
     whole = reply(text, calls=calls)["message"]
     lines = [f"data: {json.dumps(c)}\n".encode() for c in chunks(whole, None, piece)] + [b"data: [DONE]\n"]
-    stream = _read_stream(lines, "http://127.0.0.1/v1/chat/completions", 1.0)
+    stream = _read_stream(io.BytesIO(b"".join(lines)), "http://127.0.0.1/v1/chat/completions", 1.0)
     pieces = []
     try:
         while True:
             pieces.append(next(stream))
     except StopIteration as end:
-        message = end.value
+        message, _usage, _finish = end.value
     assert to_actions(message) == to_actions(whole)
-    assert "".join(pieces) == text
+    assert "".join(p for p in pieces if isinstance(p, str)) == _mended(text)
 
 
 @pytest.mark.parametrize("stream", [True, False])
@@ -477,7 +482,12 @@ def test_rate_limits_and_server_errors_are_tried_again_as_the_server_asks(stand_
     server = stand_in(error(429, retry_after="7"), error(503), error(502, retry_after="3600"), reply("made it"))
     waits = []
     events, actions = ask(chat_policy("tiny", server.url, retries=3, sleep=instant(waits)))
-    assert waits == [7.0, 2.0, 60.0]  # Retry-After; our own backoff (1, 2, 4, ...); a huge ask is capped
+    # Retry-After; our own backoff (1, 2, 4, ...); a huge ask is capped. Each wait is taken in naps
+    # of a second at most, with a Waiting event before each, so a cancel is heard during a wait
+    assert waits == [1.0] * (7 + 2 + 60)
+    starts = [e.what for e in events if isinstance(e, Waiting) and e.what.endswith("s before trying again")]
+    assert starts[0] == "7s before trying again" and starts[7] == "2s before trying again"
+    assert starts[9] == "60s before trying again" and len(starts) == 69
     assert actions == [Action("final_answer", {"answer": "made it"}, IN_WORDS)]
     assert len(server.requests) == 4
 
@@ -537,7 +547,7 @@ def test_cancelling_mid_stream_hangs_up_and_leaves_the_notebook_whole(stand_in):
     cancel, steps = threading.Event(), []
     for step in agent.steps("tell me", cancel=cancel):
         steps.append(step)
-        if step.event is not None:
+        if isinstance(step.event, str):
             cancel.set()  # the caller has seen enough after the first piece
     assert texts(steps) == ["A l"] and steps[-1].stop == CANCELLED
     assert steps[-1].context == Context((Message(USER, "tell me"),))  # nothing half written
@@ -550,7 +560,8 @@ def test_cancelling_mid_stream_hangs_up_and_leaves_the_notebook_whole(stand_in):
 def test_a_caller_who_stops_pulling_steps_hangs_up_too(stand_in):
     server = stand_in(reply("A long answer that takes a while to write, piece by piece.", pause=0.05))
     steps = Agent(chat_policy("tiny", server.url), [final_answer]).steps("tell me")
-    assert next(steps).event == "A l"
+    # a comment, then the first chunk (no words yet), then the first words
+    assert [next(steps).event for _ in range(3)] == [Waiting("a keep-alive"), Waiting("the reply goes on"), "A l"]
     steps.close()  # a browser tab closed, say: no cancel signal, the steps just stop being pulled
     assert server.hung_up.wait(5)
 
@@ -590,7 +601,9 @@ def test_reading_a_json_move_is_forgiving_but_never_guesses():
     assert read_move('{"tool": "add", "args": "{\\"a\\": 1}"}') == Action("add", '{"a": 1}')  # args as text: kept
     assert read_move("The answer is 5.") == Action("final_answer", {"answer": "The answer is 5."}, IN_WORDS)
     unreadable = read_move('{"tool": "add", "args": {"a": 1,}}')
-    assert unreadable.tool == "" and "not one JSON object with a tool" in unreadable.reasoning
+    assert unreadable == Action("", {"problem": "your reply was not one JSON object with a tool: reply with one JSON "
+                                                'object with a tool: {"tool": ..., "args": {...}, "reasoning": ...}'},
+                                '{"tool": "add", "args": {"a": 1,}}')  # what the model wrote, kept as it was
 
 
 def test_a_json_move_whose_reasoning_is_null_has_no_reasoning(stand_in):
@@ -604,8 +617,12 @@ def test_a_json_move_whose_reasoning_is_null_has_no_reasoning(stand_in):
 def test_an_unreadable_json_move_becomes_an_error_note_the_model_reads(stand_in):
     server = stand_in(reply('{"tool": "add", "args": {"a": 1,}}'), reply('{"tool": "final_answer", "args": {"answer": "?"}}'))
     ctx = Agent(chat_policy("tiny", server.url, native_tools=False), [add, final_answer]).run("1 + ?")
-    assert ctx[2].content.startswith("error: there is no tool named ''; the tools are: add, final_answer")
-    assert server.requests[1]["messages"][-1]["content"].startswith(" returned: error: there is no tool")
+    assert ctx[1].content == '{"tool": "add", "args": {"a": 1,}}' and ctx[2].error
+    # the model reads back exactly what it wrote, then what was expected of it
+    assert server.requests[1]["messages"][2:] == [
+        {"role": "assistant", "content": '{"tool": "add", "args": {"a": 1,}}'},
+        {"role": "user", "content": "error: your reply was not one JSON object with a tool: reply with one JSON "
+                                    'object with a tool: {"tool": ..., "args": {...}, "reasoning": ...}'}]
 
 
 # --- record a live run, replay it offline ----------------------------------------------------
