@@ -696,7 +696,7 @@ def _read_stream(response, url: str, timeout: float, key: str | None = None):
     except (ValueError, AttributeError, TypeError):
         raise LLMError(_not_chat(url)) from None
     if not done:
-        if alien or events == 0 and size == 0:  # not a stream of chunks at all
+        if alien:  # not a stream of chunks at all: a web page, say
             raise LLMError(_not_chat(url))
         if events == 0:
             raise LLMError(f"{url} ended the stream without a reply: the server may not stream this request; "

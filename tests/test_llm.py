@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from hypothesis import given, strategies as st
 
-from llm_server import chunks, error, raw, reply, serve, stream_of
+from llm_server import chunks, error, keep_alives, moved, raw, reply, serve, stream_of
 from microagent import (ASSISTANT, CANCELLED, SYSTEM, TOOL, USER, Action, Agent, Context,
                         Message, approve, as_tool, decisions, deny, final_answer, scripted, story)
 from microagent.demo import QUESTION, check_policy, look_up_order, support_agent
 from microagent.memory import remembering
-from microagent.llm import (IN_WORDS, LLMError, Usage, Waiting, _mended, _read_stream, chat_policy, read_actions, read_move,
+from microagent.llm import (IN_WORDS, MAX_REPLY, LLMError, Usage, Waiting, _mended, _read_stream, chat_policy, read_actions, read_move,
                             recorded, replayed, to_actions, to_messages, to_request)
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "llm_agent.py"
@@ -730,3 +730,301 @@ def test_the_readme_llm_snippet_runs_as_written_against_a_server(stand_in):
     names = {}
     exec(compile(code, "README.md", "exec"), names)
     assert names["said"] == support_agent().answer(QUESTION)
+
+
+# --- settings the servers need --------------------------------------------------------------
+
+def test_tool_choice_max_tokens_and_extra_fields_are_sent_as_given(stand_in):
+    server = stand_in(reply("hi"), reply("hi"))
+    ask(chat_policy("tiny", server.url, tool_choice="required", max_tokens=256, extra={"cache_prompt": True}))
+    ask(chat_policy("tiny", server.url))
+    first, plain = server.requests
+    assert (first["tool_choice"], first["max_tokens"], first["cache_prompt"]) == ("required", 256, True)
+    assert not {"tool_choice", "max_tokens", "cache_prompt"} & set(plain)  # left out: the server's defaults
+    forced = {"type": "function", "function": {"name": "final_answer"}}
+    assert to_request(Context((Message(USER, "hi"),)), (final_answer,), "m", tool_choice=forced)["tool_choice"] == forced
+    # without native tools there is nothing to choose from, so no tool_choice goes out
+    assert "tool_choice" not in to_request(Context((Message(USER, "hi"),)), (final_answer,), "m", native=False,
+                                           tool_choice="required")
+
+
+@pytest.mark.parametrize("setting, problem", [
+    ({"max_tokens": 0}, "max_tokens must be a whole number above 0 (or None: the server's limit), not 0"),
+    ({"max_tokens": True}, "max_tokens must be a whole number above 0 (or None: the server's limit), not True"),
+    ({"tool_choice": 1}, 'tool_choice is "auto", "required", "none" or a dict, as the server takes it, not 1'),
+    ({"extra": {"model": "x", "stream": False}}, "extra may not set model, stream: the brain writes those"),
+    ({"extra": {"when": object}}, "extra must hold plain JSON values"),
+    ({"response_format": "json"}, "response_format is one of json_schema, json_object, or None, not 'json'"),
+    ({"response_format": "json_schema"}, "response_format describes a move as JSON text: it goes with native_tools"),
+])
+def test_settings_for_the_server_that_cannot_work_are_refused_up_front(setting, problem):
+    with pytest.raises(ValueError) as e:
+        chat_policy("tiny", "http://127.0.0.1:1/v1", **setting)
+    assert str(e.value).startswith(problem)
+
+
+@pytest.mark.parametrize("form", ["json_schema", "json_object"])
+def test_json_mode_can_send_the_schema_of_a_move_in_the_form_the_server_takes(stand_in, form):
+    server = stand_in(reply('{"tool": "add", "args": {"a": 1, "b": 1}, "reasoning": "sum"}'),
+                      reply('{"tool": "final_answer", "args": {"answer": "2"}, "reasoning": "done"}'))
+    agent = Agent(chat_policy("tiny", server.url, native_tools=False, response_format=form), [add, final_answer])
+    assert agent.answer("1 + 1?") == "2"
+    schema = {"anyOf": [
+        {"type": "object", "properties": {"tool": {"const": "add"}, "args": add.schema, "reasoning": {"type": "string"}},
+         "required": ["tool", "args", "reasoning"], "additionalProperties": False},
+        {"type": "object", "properties": {"tool": {"const": "final_answer"}, "args": final_answer.schema,
+                                          "reasoning": {"type": "string"}},
+         "required": ["tool", "args", "reasoning"], "additionalProperties": False}]}
+    expected = ({"type": "json_schema", "json_schema": {"name": "move", "schema": schema}} if form == "json_schema"
+                else {"type": "json_object", "schema": schema})
+    assert server.requests[0]["response_format"] == expected
+    assert "tools" not in server.requests[0]
+
+
+# --- every reply read honestly ----------------------------------------------------------------
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_reply_cut_off_by_the_token_limit_is_an_error_note_not_an_answer(stand_in, stream):
+    server = stand_in(reply("The refund policy says that", finish="length", usage=(20, 8)), reply("Yes."))
+    agent = Agent(chat_policy("tiny", server.url, stream=stream, max_tokens=8), [add, final_answer])
+    ctx = agent.run("refund?")
+    # user, assistant (no move: what it wrote so far), tool (the loop's error), assistant, tool
+    assert (ctx[1].tool, ctx[1].content) == ("", "The refund policy says that") and ctx[2].error
+    assert ctx.last() == Message(TOOL, "Yes.", name="final_answer")
+    assert server.requests[1]["messages"][1:] == [
+        {"role": "assistant", "content": "The refund policy says that"},
+        {"role": "user", "content": "error: your reply was cut off at 8 tokens, before it was whole: "
+                                    "write less, call one tool"}]
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_an_empty_json_mode_reply_says_what_was_expected(stand_in, stream):
+    server = stand_in(reply(None), reply('{"tool": "final_answer", "args": {"answer": "2"}, "reasoning": "ok"}'))
+    ctx = Agent(chat_policy("tiny", server.url, stream=stream, native_tools=False), [final_answer]).run("1 + 1?")
+    assert ctx.last().content == "2"
+    assert server.requests[1]["messages"][-1] == {
+        "role": "user", "content": "error: your reply was empty: reply with one JSON object with a tool: "
+                                   '{"tool": ..., "args": {...}, "reasoning": ...}'}
+
+
+def test_an_answer_in_words_goes_back_as_the_words_the_model_wrote(stand_in):
+    server = stand_in(reply("It is 5."), reply("It is 7."))
+    agent = Agent(chat_policy("tiny", server.url), [add, final_answer])
+    first = agent.run("2 + 3?")
+    agent.run("and 3 + 4?", context=first)
+    # user, assistant (its words, not a final_answer call it never made), user
+    assert server.requests[1]["messages"] == [
+        {"role": "user", "content": "2 + 3?"}, {"role": "assistant", "content": "It is 5."},
+        {"role": "user", "content": "and 3 + 4?"}]
+
+
+def test_a_stream_cut_before_done_is_an_error_and_never_an_answer(stand_in):
+    server = stand_in(reply("Good news: your refund is on its way", cut_after=4),
+                      reply(calls=[("add", '{"a": 1, "b": 1}')], cut_after=5))
+    for _ in range(2):  # cut mid-words, and mid-call
+        with pytest.raises(LLMError, match=r"stopped mid-reply: the stream ended before data: \[DONE\], so the reply "
+                                           r"may not be whole; try again, or try stream=False"):
+            ask(chat_policy("tiny", server.url), (add, final_answer))
+
+
+def test_an_empty_stream_says_so_and_suggests_stream_false(stand_in):
+    server = stand_in(raw("", "text/event-stream"), keep_alives(2, 0.0))
+    for _ in range(2):  # nothing at all; only keep-alives
+        with pytest.raises(LLMError, match="ended the stream without a reply: the server may not stream this "
+                                           "request; try stream=False"):
+            ask(chat_policy("tiny", server.url))
+
+
+# --- server errors say what is wrong ------------------------------------------------------------
+
+def test_a_validation_error_is_not_tried_again_and_its_point_is_shown(stand_in):
+    long = ("3 validation errors for ChatCompletionRequest\nmessages.1.system.role\n  Input should be 'system' "
+            "[type=literal_error, input_value='assistant']\nmessages.1.user.role\n  Input should be 'user' "
+            "[type=literal_error, input_value='assistant']\nmessages.1.assistant.content\n"
+            "  Input should be a valid string [type=string_type, input_value=None, input_type=NoneType]")
+    server = stand_in(error(500, long), reply("never asked"))
+    with pytest.raises(LLMError) as e:
+        ask(chat_policy("tiny", server.url, sleep=instant([])))
+    assert len(server.requests) == 1  # a request the server rejects as malformed is rejected every time
+    assert "messages.1.assistant.content: Input should be a valid string" in str(e.value)
+    assert "try again later" not in str(e.value) and "so it was not tried again" in str(e.value)
+
+
+def test_the_same_server_error_twice_is_not_tried_a_third_time(stand_in):
+    server = stand_in(error(500, "bad template"), error(500, "bad template"), reply("never asked"))
+    with pytest.raises(LLMError, match=r"HTTP 500, still after 2 tries \(the server said: bad template\): the "
+                                       r"server rejects this request as it is"):
+        ask(chat_policy("tiny", server.url, retries=5, sleep=instant([])))
+    assert len(server.requests) == 2
+
+
+def test_a_context_that_is_too_long_gets_the_right_hint(stand_in):
+    server = stand_in(error(400, "Requested tokens (5000) exceed context window of 2048"))
+    with pytest.raises(LLMError) as e:
+        ask(chat_policy("tiny", server.url))
+    assert "the notebook is longer than the model's context" in str(e.value)
+    assert "microagent.memory" in str(e.value) and "native_tools" not in str(e.value)
+
+
+# --- the key and the wire, under a hostile server -------------------------------------------------
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_a_redirect_is_refused_and_the_key_never_reaches_the_other_host(stand_in, status):
+    elsewhere = stand_in(reply("I got your key"))
+    server = stand_in(moved(status, elsewhere.url + "/chat/completions"))
+    with pytest.raises(LLMError) as e:
+        ask(chat_policy("tiny", server.url, api_key="sk-secret-key"))
+    assert str(e.value).startswith(f"{server.url}/chat/completions redirected the request (HTTP {status}) to "
+                                   f"{elsewhere.url}/chat/completions: it was not followed")
+    assert elsewhere.requests == [] and elsewhere.headers == []  # nothing went there: no key, no notebook
+
+
+KEY = "sk-proj-" + "k" * 36  # 44 characters, as OpenAI's keys are
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_key_in_any_error_text_is_blanked_before_it_is_cut(stand_in, stream):
+    cut_through_the_key = "x" * 180 + KEY + " more words"  # the key straddles character 200
+    in_a_reply = (raw(f'data: {json.dumps({"error": cut_through_the_key})}\n\n', "text/event-stream") if stream
+                  else raw(json.dumps({"error": {"message": cut_through_the_key}}), "application/json"))
+    entries = [error(400, cut_through_the_key), error(500, cut_through_the_key), in_a_reply]
+    server = stand_in(*entries)
+    for _ in entries:
+        with pytest.raises(LLMError) as e:
+            ask(chat_policy("tiny", server.url, api_key=KEY, stream=stream, retries=0))
+        assert "[the key]" in str(e.value)
+        assert not any(KEY[i:i + 8] in str(e.value) for i in range(len(KEY) - 8))  # no piece of it either
+
+
+@pytest.mark.parametrize("key", [KEY + "\n", KEY + " ", "sk-ключ-1234"])
+def test_a_malformed_key_is_refused_up_front_without_showing_it(key):
+    with pytest.raises(ValueError) as e:
+        chat_policy("tiny", "http://127.0.0.1:1/v1", api_key=key)
+    assert "a space, a line break or a character outside plain ASCII" in str(e.value)
+    assert key.strip() not in str(e.value) and "1234" not in str(e.value)
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+def test_json_nested_absurdly_deep_is_an_llm_error_or_an_error_note(stand_in, tmp_path):
+    server = stand_in(raw(DEEP, "application/json"), raw(f"data: {DEEP}\n\n", "text/event-stream"),
+                      reply('{"tool": "add", "args": ' + DEEP + "}"), reply('{"tool": "final_answer", "args": '
+                                                                           '{"answer": "ok"}}'))
+    for stream in (False, True):  # a whole reply; a stream line
+        with pytest.raises(LLMError, match="sent a reply nested too deeply to read"):
+            ask(chat_policy("tiny", server.url, stream=stream))
+    ctx = Agent(chat_policy("tiny", server.url, native_tools=False, stream=False), [add, final_answer]).run("?")
+    assert ctx[1].tool == "" and ctx[2].error and ctx.last().content == "ok"  # the model's move: an error note
+    path = tmp_path / "deep.jsonl"
+    path.write_text('{"tool": "add", "args": ' + DEEP + ', "reasoning": ""}\n')
+    with pytest.raises(ValueError, match="deep.jsonl, line 1: not a recorded action"):
+        read_actions(path)
+
+
+def test_cancel_is_heard_while_a_stream_sends_only_pieces_of_a_tool_call(stand_in):
+    long_call = json.dumps({"order_id": "A1234" * 200})  # a thousand pieces, 0.05 s apart: 50 s in all
+    server = stand_in(reply(calls=[("look_up_order", long_call)], pause=0.05))
+    cancel, steps = threading.Event(), []
+    start = time.monotonic()
+    for step in support_agent(policy=chat_policy("tiny", server.url)).steps(QUESTION, cancel=cancel):
+        steps.append(step)
+        if isinstance(step.event, Waiting) and step.event.what == "a call to look_up_order":
+            cancel.set()
+    assert steps[-1].stop == CANCELLED and len(steps[-1].context) == 1  # the question, nothing half decided
+    assert time.monotonic() - start < 30  # long before the stream would have ended
+    assert server.hung_up.wait(10)
+
+
+def test_cancel_is_heard_while_a_stream_sends_only_keep_alives(stand_in):
+    server = stand_in(keep_alives(1000, 0.05))
+    cancel, steps = threading.Event(), []
+    for step in Agent(chat_policy("tiny", server.url), [final_answer]).steps("?", cancel=cancel):
+        steps.append(step)
+        if step.event == Waiting("a keep-alive"):
+            cancel.set()
+    assert steps[-1].stop == CANCELLED and [s.event for s in steps[:-1]] == [Waiting("a keep-alive")]
+    assert server.hung_up.wait(10)
+
+
+def test_cancel_is_heard_during_a_wait_the_server_asked_for(stand_in):
+    server = stand_in(error(429, retry_after="30"), reply("too late"))
+    cancel, steps = threading.Event(), []
+    start = time.monotonic()
+    for step in Agent(chat_policy("tiny", server.url), [final_answer]).steps("?", cancel=cancel):
+        steps.append(step)
+        if isinstance(step.event, Waiting):
+            cancel.set()
+    assert steps[-1].stop == CANCELLED and len(server.requests) == 1  # no request after the cancel
+    assert time.monotonic() - start < 20  # not the 30 s asked for
+
+
+@pytest.mark.parametrize("header", ["nan", "-nan", "inf", "-5"])
+def test_a_retry_after_that_is_not_a_sane_number_is_not_a_crash(stand_in, header):
+    server = stand_in(error(503, retry_after=header), reply("made it"))
+    waits = []
+    events, actions = ask(chat_policy("tiny", server.url, sleep=instant(waits)))
+    assert actions[0].args == '{"answer": "made it"}'
+    assert waits == {"nan": [1.0], "-nan": [1.0], "inf": [1.0] * 60, "-5": []}[header]
+
+
+def test_an_emoji_split_between_two_chunks_arrives_whole_and_can_be_recorded(stand_in, tmp_path):
+    server = stand_in(stream_of({"content": "ok \ud83d"}, {"content": "\ude00 done"}),
+                      stream_of({"content": "lone \ud83d"}))
+    steps = list(Agent(recorded(chat_policy("tiny", server.url), tmp_path / "run.jsonl"), [final_answer]).steps("?"))
+    assert "".join(texts(steps)) == "ok 😀 done" and texts(steps)[0] == "ok "  # the half waited for the other
+    assert read_actions(tmp_path / "run.jsonl")[0].args == '{"answer": "ok 😀 done"}'
+    ctx = Agent(recorded(chat_policy("tiny", server.url), tmp_path / "lone.jsonl"), [final_answer]).run("?")
+    assert ctx.last().content == "lone \ufffd"  # a half with no other half is shown as what it is: broken
+    lone = Agent(recorded(scripted(Action("final_answer", {"answer": "half \ud83d"})), tmp_path / "any.jsonl"),
+                 [final_answer])
+    assert lone.run("?").last().content == "half \ud83d"  # any brain's half emoji is written, not a crash
+    assert read_actions(tmp_path / "any.jsonl")[0].args == json.dumps({"answer": "half \ud83d"}, ensure_ascii=False)
+
+
+def test_reading_a_json_move_is_linear_in_the_length_of_the_reply(monkeypatch):
+    tries = []
+    real = json.JSONDecoder.raw_decode
+    monkeypatch.setattr(json.JSONDecoder, "raw_decode", lambda self, s, idx=0: tries.append(idx) or real(self, s, idx))
+    for text in ["{" * 400_000, '{"' * 200_000, '{"a": 1} ' * 50_000]:
+        tries.clear()
+        assert read_move(text).tool == ""
+        assert len(tries) <= 50_001 if text.startswith('{"a"') else len(tries) <= 20  # once per object, not per "{"
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_reply_past_the_size_cap_is_refused_not_read_whole(stand_in, stream):
+    big = " " * (MAX_REPLY + 10)
+    server = stand_in(raw("data: " + big + "\n\n" if stream else big, "text/event-stream" if stream else "text/html"))
+    with pytest.raises(LLMError, match=r"sent a reply of more than 8 MiB \(MAX_REPLY\): it was not read"):
+        ask(chat_policy("tiny", server.url, stream=stream))
+
+
+# --- the stand-in speaks like the real servers: an independent client agrees ---------------------
+
+@pytest.mark.parametrize("verbose", [False, True])
+@pytest.mark.parametrize("stream", [True, False])
+def test_every_reply_and_chunk_of_the_stand_in_passes_the_official_clients_strict_validation(stand_in, stream, verbose):
+    openai = pytest.importorskip("openai")  # a dev dependency: the test fails loudly in CI without it
+    server = stand_in(*[dict(r, verbose=verbose) for r in office_replies(final_as_words=True)],
+                      reply("cut", finish="length", verbose=verbose))
+    support_agent(policy=chat_policy("stand-in", server.url, stream=stream)).run(QUESTION)
+    ask(chat_policy("stand-in", server.url, stream=stream))
+    kind = openai.types.chat.ChatCompletionChunk if stream else openai.types.chat.ChatCompletion
+    assert len(server.sent) > (20 if stream else 4)
+    for sent in server.sent:
+        kind.model_validate(sent, strict=True)
+    finishes = [c["finish_reason"] for s in server.sent for c in s["choices"] if c.get("finish_reason")]
+    assert finishes == ["tool_calls"] * 3 + ["stop", "length"]
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_the_four_turn_refund_runs_against_the_stand_in_speaking_like_llama_cpp(stand_in, stream):
+    by_rules = support_agent().run(QUESTION)
+    replies = [dict(r, verbose=True) for r in office_replies(final_as_words=False)]
+    for r in replies:  # a model that calls tools writes no words with them, as small local models do
+        r["message"]["content"] = None
+    server = stand_in(*replies)
+    ctx = support_agent(policy=chat_policy("stand-in", server.url, stream=stream, tool_choice="required")).run(QUESTION)
+    assert [(m.role, m.tool, m.args) for m in ctx] == [(m.role, m.tool, m.args) for m in by_rules]
+    assert all(m["content"] == "" for r in server.requests[1:] for m in r["messages"] if m["role"] == "assistant")
