@@ -1028,3 +1028,54 @@ def test_the_four_turn_refund_runs_against_the_stand_in_speaking_like_llama_cpp(
     ctx = support_agent(policy=chat_policy("stand-in", server.url, stream=stream, tool_choice="required")).run(QUESTION)
     assert [(m.role, m.tool, m.args) for m in ctx] == [(m.role, m.tool, m.args) for m in by_rules]
     assert all(m["content"] == "" for r in server.requests[1:] for m in r["messages"] if m["role"] == "assistant")
+
+
+def test_the_example_passes_the_settings_a_server_needs(stand_in):
+    server = stand_in(*office_replies(final_as_words=True))
+    done = run_example("--base-url", server.url, "--model", "m", "--tool-choice", "required", "--max-tokens", "64",
+                       "--extra", '{"cache_prompt": true}')
+    assert done.returncode == 0, done.stderr
+    sent = server.requests[0]
+    assert (sent["tool_choice"], sent["max_tokens"], sent["cache_prompt"]) == ("required", 64, True)
+    server = stand_in(reply('{"tool": "final_answer", "args": {"answer": "ok"}, "reasoning": "done"}'))
+    done = run_example("--base-url", server.url, "--model", "m", "--json-tools", "--response-format", "json_object",
+                       "--tool-choice", "look_up_order")
+    assert done.returncode == 0, done.stderr
+    assert server.requests[0]["response_format"]["type"] == "json_object" and "tool_choice" not in server.requests[0]
+
+
+# --- against a real model server, when one is given (see the README) -------------------------------
+
+REAL = os.environ.get("MICROAGENT_LLM_URL")  # an OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1
+REAL_MODEL = os.environ.get("MICROAGENT_LLM_MODEL", "smollm2")
+real_server = pytest.mark.skipif(not REAL, reason="no real model server: set MICROAGENT_LLM_URL (see the README)")
+STEPS = ["look_up_order", "check_policy", "issue_refund", "final_answer"]  # the refund, in order
+
+
+def each_tool_in_turn(**settings):
+    """A brain that forces the next tool of the refund each turn (tool_choice), so a small model walks it."""
+    def policy(ctx, tools):
+        turn = STEPS[min(len(decisions(ctx)), len(STEPS) - 1)]
+        forced = {"type": "function", "function": {"name": turn}}
+        return (yield from chat_policy(REAL_MODEL, REAL, tool_choice=forced, **settings)(ctx, tools))
+    return policy
+
+
+@real_server
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_refund_office_runs_through_all_four_tools_against_a_real_server(stream):
+    steps = list(support_agent(policy=each_tool_in_turn(stream=stream, max_tokens=200, timeout=300)).steps(QUESTION))
+    ctx = steps[-1].context
+    # user, then (assistant, tool) for each of the four tools, in order, and no error note among them
+    assert [m.tool for m in ctx if m.is_decision] == STEPS, story(ctx)
+    assert not any(m.error for m in ctx) and steps[-1].stop == "done", story(ctx)
+
+
+@real_server
+def test_with_the_schema_of_a_move_every_reply_of_a_real_small_model_is_a_valid_move():
+    policy = chat_policy(REAL_MODEL, REAL, native_tools=False, response_format="json_object", max_tokens=200,
+                         stream=False, timeout=300)
+    ctx = Agent(policy, [look_up_order, check_policy, final_answer], max_steps=4).run(QUESTION)
+    moves = [m for m in ctx if m.is_decision]
+    assert moves and all(m.tool in STEPS and not m.error for m in moves), story(ctx)
+    assert not any(m.error for m in ctx), story(ctx)
