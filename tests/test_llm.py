@@ -1066,9 +1066,13 @@ def each_tool_in_turn(**settings):
 def test_the_refund_office_runs_through_all_four_tools_against_a_real_server(stream):
     steps = list(support_agent(policy=each_tool_in_turn(stream=stream, max_tokens=200, timeout=300)).steps(QUESTION))
     ctx = steps[-1].context
-    # user, then (assistant, tool) for each of the four tools, in order, and no error note among them
-    assert [m.tool for m in ctx if m.is_decision] == STEPS, story(ctx)
-    assert not any(m.error for m in ctx) and steps[-1].stop == "done", story(ctx)
+    # user, then (assistant, tool) for each of the four tools, in order. A small model may fumble the JSON
+    # of its arguments: the loop's error note is then answered with the same tool again, done right
+    called = [m.tool for m in ctx if m.is_decision]
+    assert [t for i, t in enumerate(called) if i == 0 or t != called[i - 1]] == STEPS, story(ctx)
+    assert steps[-1].stop == "done", story(ctx)
+    assert all(m.content.startswith(("error: the arguments are not valid JSON", "error: bad arguments"))
+               for m in ctx if m.error), story(ctx)
 
 
 @real_server
