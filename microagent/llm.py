@@ -271,14 +271,28 @@ def _said(error) -> str:
 
 
 def _the_point(detail: str) -> str:
-    """Of a long list of validation errors, the ones about a message's content, if any say so."""
-    lines = [line.strip() for line in detail.splitlines() if line.strip()]
-    if len(lines) < 3 or "validation error" not in lines[0]:
+    """Of a server's list of validation errors, the ones that matter, if it is such a list.
+
+    A message that fits none of the kinds a server knows gets an error for each kind it
+    is not ("Input should be 'system'", ...); those kinds drop out, and what is left says
+    what is wrong with the kind it is (llama.cpp's Python server writes them this way):
+
+    >>> print(_the_point("2 validation errors: "
+    ...     "{'loc': ('body', 'messages', 1, 'System', 'role'), 'msg': 'Input should be system'} "
+    ...     "{'loc': ('body', 'messages', 1, 'Assistant', 'content'), 'msg': 'Input should be a valid string'}"))
+    2 validation errors; what matters: messages.1.Assistant.content: Input should be a valid string
+    """
+    found = [([part.strip(" '\"") for part in loc.split(",")], msg) for loc, _quote, msg in _PYDANTIC.findall(detail)]
+    wrong_kinds = {tuple(loc[:-1]) for loc, msg in found if loc[-1] == "role" and msg.startswith("Input should be")}
+    left = [".".join(p for p in loc if p != "body") + ": " + msg for loc, msg in found
+            if tuple(loc[:-1]) not in wrong_kinds]
+    if not (found and left):
         return detail
-    # pydantic writes each error as a location line, then an indented line saying what is wrong
-    pairs = [f"{lines[i]}: {lines[i + 1]}" for i in range(1, len(lines) - 1, 2)]
-    about = [p for p in pairs if ".content" in p.split(":")[0] and "input_value=None" in p]
-    return f"{lines[0]}, among them: " + "; ".join(about) if about else detail
+    count = detail.split(":")[0].strip()
+    return f"{count}; what matters: " + "; ".join(left)
+
+
+_PYDANTIC = re.compile(r"""'loc': \(([^)]*)\), 'msg': (['"])(.*?)\2""")  # one error of a pydantic list
 
 
 def _invalid(detail: str) -> bool:

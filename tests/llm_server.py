@@ -120,9 +120,14 @@ def null_content(body: dict) -> str | None:
     """What llama.cpp's Python server says of a request with an assistant content of null, or None."""
     for i, m in enumerate(body.get("messages", [])):
         if m.get("role") == "assistant" and "content" in m and m["content"] is None:
-            return (f"2 validation errors for ChatCompletionRequest\nmessages.{i}.assistant.content\n"
-                    "  Input should be a valid string [type=string_type, input_value=None]\n"
-                    f"messages.{i}.system.role\n  Input should be 'system' [type=literal_error]")
+            kinds = [("System", "literal_error", "role", "\"Input should be 'system'\""),
+                     ("User", "literal_error", "role", "\"Input should be 'user'\""),
+                     ("Assistant", "string_type", "content", "'Input should be a valid string'"),
+                     ("Tool", "literal_error", "role", "\"Input should be 'tool'\""),
+                     ("Tool", "missing", "tool_call_id", "'Field required'")]
+            lines = [f"  {{'type': '{kind}', 'loc': ('body', 'messages', {i}, 'ChatCompletionRequest{name}Message', "
+                     f"'{field}'), 'msg': {msg}, 'input': None}}" for name, kind, field, msg in kinds]
+            return f"{len(lines)} validation errors:\n" + "\n".join(lines) + "\n\n  File \"app.py\", line 376"
     return None
 
 
