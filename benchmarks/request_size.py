@@ -7,9 +7,9 @@ server on 127.0.0.1, which replays a scripted model (three tool calls, then the 
 in words) and keeps every request it is sent. The office is the one the frameworks in
 the README's table were measured with: a 24-byte instruction and three tool functions
 with Google-style docstrings. For each request it prints its bytes as sent, the bytes
-of its tools array, and the share of it that repeats the previous request byte for byte
-from the start (what a server's prompt cache can reuse). No model, no network beyond
-this machine.
+of its tools array, the share of it that is new (the rest repeats the request before,
+byte for byte from the start), and the share of the request before that it so repeats
+(what a server's prompt cache can reuse). No model, no network beyond this machine.
 """
 
 import json
@@ -69,8 +69,9 @@ def script(native: bool) -> list[dict]:
         [reply(json.dumps({"tool": "final_answer", "args": {"answer": answer}, "reasoning": ""}))]
 
 
-def measure(native: bool) -> list[tuple[int, int, float]]:
-    """(bytes, tools array bytes, share repeating the previous request) for each request of the run."""
+def measure(native: bool) -> list[tuple[int, int, float, float]]:
+    """For each request of the run: its bytes, its tools array's bytes, the share of it that
+    repeats the request before from the start, and the share of the request before so repeated."""
     server = serve(script(native))
     sent = []
     real_open = chat_policy.__globals__["_OPENER"].open
@@ -94,7 +95,7 @@ def measure(native: bool) -> list[tuple[int, int, float]]:
             start = text.index("[", text.index('"tools":'))
             tools_bytes = len(text[start:json.JSONDecoder().raw_decode(text, start)[1]].encode())
         same = next((i for i, (a, b) in enumerate(zip(before, data)) if a != b), min(len(before), len(data)))
-        rows.append((len(data), tools_bytes, same / len(data)))
+        rows.append((len(data), tools_bytes, same / len(data), same / len(before) if before else 0.0))
         before = data
     return rows
 
@@ -103,7 +104,7 @@ if __name__ == "__main__":
     for native in (True, False):
         rows = measure(native)
         print("native tool calls" if native else "JSON mode (tools described in the prompt)")
-        print(f"{'request':>8} {'bytes':>7} {'tools array':>12} {'repeats the one before':>23}")
-        for n, (size, tools, share) in enumerate(rows, start=1):
-            print(f"{n:>8} {size:>7,} {tools:>12,} {share:>22.1%}")
+        print(f"{'request':>8} {'bytes':>7} {'tools array':>12} {'new':>7} {'the one before, reused':>23}")
+        for n, (size, tools, share, reused) in enumerate(rows, start=1):
+            print(f"{n:>8} {size:>7,} {tools:>12,} {1 - share:>7.1%} {reused:>23.1%}")
         print(f"{'run':>8} {sum(r[0] for r in rows):>7,}\n")

@@ -38,18 +38,62 @@ from microagent.tool import Tool
 
 IN_WORDS = "(a reply in words: the final answer)"  # the reasoning written for such a reply
 MOVE = 'reply with one JSON object with a tool: {"tool": ..., "args": {...}, "reasoning": ...}'
+COMPACT = (",", ":")  # JSON with no space after a comma or a colon: every byte is paid for, every turn
 
 # --- the notebook as a request ---------------------------------------------------------
 
 def tool_spec(tool: Tool) -> dict:
-    """A tool as the function spec a model is shown.
+    """A tool as the function spec a model is shown: its summary, and each parameter's own description.
 
     >>> from microagent.tool import final_answer
     >>> tool_spec(final_answer)["function"]["parameters"]
     {'type': 'object', 'properties': {'answer': {'type': 'string'}}, 'required': ['answer']}
     """
-    return {"type": "function",
-            "function": {"name": tool.name, "description": tool.description, "parameters": tool.schema}}
+    summary, parameters = described(tool)
+    return {"type": "function", "function": {"name": tool.name, "description": summary, "parameters": parameters}}
+
+
+def described(tool: Tool) -> tuple[str, dict]:
+    """A tool's summary, and its schema with a description for each parameter its docstring's `Args:` names.
+
+    A docstring with no `Args:` (or `Returns:`, ...) section is the summary, whole.
+
+    >>> from microagent.tool import as_tool
+    >>> @as_tool
+    ... def refund(order_id: str, amount: float) -> str:
+    ...     '''Refund an order.
+    ...
+    ...     Args:
+    ...         order_id: The order's id,
+    ...             like A1234.
+    ...         amount (float): In dollars.
+    ...     '''
+    >>> summary, schema = described(refund)
+    >>> summary, schema["properties"]
+    ('Refund an order.', {'order_id': {'type': 'string', 'description': "The order's id, like A1234."}, \
+'amount': {'type': 'number', 'description': 'In dollars.'}})
+    """
+    lines = tool.description.splitlines()
+    heads = [i for i, line in enumerate(lines) if line.strip() in SECTIONS] + [len(lines)]
+    if len(heads) == 1:
+        return tool.description, tool.schema
+    props, said, name = tool.schema["properties"], {}, None  # said: parameter -> its description
+    for head, end in zip(heads, heads[1:]):
+        if lines[head].strip() not in ("Args:", "Arguments:", "Parameters:"):
+            continue
+        for line in lines[head + 1:end]:
+            found = re.match(r"\s+(\w+)\s*(?:\([^)]*\))?:\s*(.*)", line)
+            if found and found.group(1) in props:  # "name: what it is", or "name (type): what it is"
+                name = found.group(1)
+                said[name] = found.group(2)
+            elif name is not None and line.strip():  # a description goes on over the next lines
+                said[name] += " " + line.strip()
+    summary = "\n".join(lines[:heads[0]]).strip()
+    return summary, {**tool.schema, "properties": {n: {**s, "description": said[n]} if n in said else s
+                                                   for n, s in props.items()}}
+
+
+SECTIONS = ("Args:", "Arguments:", "Parameters:", "Returns:", "Raises:", "Examples:", "Example:", "Note:")
 
 
 def to_messages(ctx: Context, native: bool = True) -> list[dict]:
@@ -79,7 +123,7 @@ def to_messages(ctx: Context, native: bool = True) -> list[dict]:
                 out.append({"role": "assistant", "content": m.content, "tool_calls": [call]})
             else:  # the move written back as the JSON object the model was asked for
                 move = {"tool": m.tool, "args": _parsed(m.args), "reasoning": m.content}
-                out.append({"role": "assistant", "content": json.dumps(move, ensure_ascii=False)})
+                out.append({"role": "assistant", "content": json.dumps(move, ensure_ascii=False, separators=COMPACT)})
         elif m.is_verdict:
             # subtle: a human's verdict sits between a decision and its result in the notebook,
             # but nothing may sit between a tool call and its result on the wire. So an approval
@@ -104,7 +148,8 @@ def json_rules(tools: tuple[Tool, ...]) -> str:
     lines = ["You work by calling tools. Each turn, reply with exactly one JSON object and nothing else:",
              '{"tool": "<a tool name>", "args": {<its arguments>}, "reasoning": "<why, in a few words>"}',
              "Call final_answer to give your answer. The tools, with the JSON Schema of their arguments:"]
-    lines += [f"- {t.name}: {t.description} {json.dumps(t.schema)}" for t in tools]
+    lines += [f"- {t.name}: {summary} {json.dumps(schema, ensure_ascii=False, separators=COMPACT)}"
+              for t in tools for summary, schema in [described(t)]]
     return "\n".join(lines)
 
 
@@ -124,10 +169,13 @@ def move_schema(tools: tuple[Tool, ...]) -> dict:
 def to_request(ctx: Context, tools: tuple[Tool, ...], model: str, *, temperature: float | None = 0.0,
                stream: bool = False, native: bool = True, response_format: str | None = None,
                **fields) -> dict:
-    """The JSON body of one chat completions request: the whole notebook, the tools, the settings.
+    """The JSON body of one chat completions request: the settings, the tools, then the whole notebook.
 
-    `response_format` ("json_schema" or "json_object") sends the schema of a move when
-    `native` is False; `fields` (tool_choice, max_tokens, ...) are sent as given unless None.
+    It carries what the model needs and nothing else. With native tool calls a reply in
+    words already is the final answer, so final_answer is not sent, unless `tool_choice`
+    makes the model call a tool every turn. `response_format` ("json_schema" or
+    "json_object") sends the schema of a move when `native` is False; `fields`
+    (tool_choice, max_tokens, ...) are sent as given unless None.
     """
     messages = to_messages(ctx, native)
     if not native:  # the tools go into the system prompt instead
@@ -136,9 +184,12 @@ def to_request(ctx: Context, tools: tuple[Tool, ...], model: str, *, temperature
             messages[0] = {"role": "system", "content": messages[0]["content"] + "\n\n" + rules}
         else:
             messages.insert(0, {"role": "system", "content": rules})
-    body = {"model": model, "messages": messages}
-    if native and tools:
-        body["tools"] = [tool_spec(t) for t in tools]
+    choice = fields.get("tool_choice")
+    forced = choice == "required" or isinstance(choice, dict)  # a call every turn: final_answer is one
+    specs = [tool_spec(t) for t in tools if forced or t.name != "final_answer"] if native else []
+    body = {"model": model}
+    if specs:
+        body["tools"] = specs
     else:
         fields.pop("tool_choice", None)  # there are no tools on the wire to choose from
     if response_format == "json_schema":  # OpenAI's form
@@ -151,7 +202,22 @@ def to_request(ctx: Context, tools: tuple[Tool, ...], model: str, *, temperature
     body["stream"] = stream
     if stream:
         body["stream_options"] = {"include_usage": True}  # so the last chunk counts the tokens
+    # subtle: the notebook goes last. It is the only part that grows, and only at its end, so each
+    # request starts with the whole of the one before, byte for byte: a server's prompt cache reuses it
+    body["messages"] = messages
     return body
+
+
+def encoded(body: dict) -> bytes:
+    """A request body as the bytes that go on the wire: compact JSON, text as UTF-8.
+
+    >>> encoded({"model": "m", "messages": [{"role": "user", "content": "½?"}]})
+    b'{"model":"m","messages":[{"role":"user","content":"\xc2\xbd?"}]}'
+    """
+    text = json.dumps(body, ensure_ascii=False, separators=COMPACT)
+    # subtle: half an emoji (a lone surrogate) can't be UTF-8; backslashreplace writes it as \ud83d,
+    # which is how JSON escapes it, and it can only stand inside a JSON string
+    return text.encode("utf-8", "backslashreplace")
 
 
 # --- a reply as Actions ------------------------------------------------------------------

@@ -43,8 +43,8 @@ import urllib.request
 from dataclasses import dataclass
 from http.client import HTTPException
 
-from microagent.chat import (IN_WORDS, MOVE, json_rules, move_schema, no_move, read_move, to_actions,  # noqa: F401
-                             to_messages, to_request, tool_spec)
+from microagent.chat import (IN_WORDS, MOVE, described, encoded, json_rules, move_schema, no_move,  # noqa: F401
+                             read_move, to_actions, to_messages, to_request, tool_spec)
 from microagent.context import Context
 from microagent.policy import Action, decisions, scripted
 from microagent.tool import Tool
@@ -135,7 +135,7 @@ def chat_policy(model: str, base_url: str = "http://localhost:11434/v1", *, api_
                              "a reply in words is the model's final answer, given through it")
         body = to_request(ctx, tools, model, temperature=temperature, stream=stream, native=native_tools,
                           response_format=response_format, **fields)
-        response = yield from _post(url, json.dumps(body).encode(), headers, timeout, retries, sleep, problem)
+        response = yield from _post(url, encoded(body), headers, timeout, retries, sleep, problem)
         try:  # subtle: this finally also runs when the agent closes the generator on cancel
             if stream:
                 message, usage, finish = yield from _read_stream(response, url, timeout, api_key)

@@ -71,17 +71,14 @@ def test_the_request_is_the_notebook_as_chat_messages_and_the_tools_as_function_
     assert first == {
         "model": "tiny",
         "messages": [{"role": "system", "content": "You add."}, {"role": "user", "content": "2 + 3?"}],
-        "tools": [
+        "tools": [  # not final_answer: with native tool calls, a reply in words is the final answer
             {"type": "function", "function": {"name": "add", "description": "Add two whole numbers.", "parameters": {
                 "type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-                "required": ["a", "b"]}}},
-            {"type": "function", "function": {
-                "name": "final_answer",
-                "description": "Give the final answer to the person who asked; this ends the run.",
-                "parameters": {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}}}],
+                "required": ["a", "b"]}}}],
         "temperature": 0.0,
         "stream": False,
     }
+    assert list(first)[-1] == "messages"  # last: the part that grows
     # the model's own id (call_abc0) is not kept: the id is the decision's position in the notebook
     assert second["messages"][2:] == [
         {"role": "assistant", "content": "Adding.", "tool_calls": [
@@ -589,9 +586,9 @@ def test_without_native_tools_the_tools_are_described_in_the_prompt(stand_in):
     assert "tools" not in first
     system = first["messages"][0]
     assert system["role"] == "system" and system["content"].startswith("You add.\n\nYou work by calling tools.")
-    assert '- add: Add two whole numbers. {"type": "object"' in system["content"]
+    assert '- add: Add two whole numbers. {"type":"object"' in system["content"]
     assert second["messages"][2:] == [
-        {"role": "assistant", "content": '{"tool": "add", "args": {"a": 2, "b": 3}, "reasoning": "sum it"}'},
+        {"role": "assistant", "content": '{"tool":"add","args":{"a":2,"b":3},"reasoning":"sum it"}'},
         {"role": "user", "content": "add returned: 5"}]
 
 
