@@ -13,6 +13,7 @@ byte for byte from the start), and the share of the request before that it so re
 """
 
 import json
+import os
 import pathlib
 import sys
 
@@ -94,7 +95,7 @@ def measure(native: bool) -> list[tuple[int, int, float, float]]:
             text = data.decode()
             start = text.index("[", text.index('"tools":'))
             tools_bytes = len(text[start:json.JSONDecoder().raw_decode(text, start)[1]].encode())
-        same = next((i for i, (a, b) in enumerate(zip(before, data)) if a != b), min(len(before), len(data)))
+        same = len(os.path.commonprefix([before, data]))  # bytes from the start that repeat the request before
         rows.append((len(data), tools_bytes, same / len(data), same / len(before) if before else 0.0))
         before = data
     return rows
@@ -106,5 +107,5 @@ if __name__ == "__main__":
         print("native tool calls" if native else "JSON mode (tools described in the prompt)")
         print(f"{'request':>8} {'bytes':>7} {'tools array':>12} {'new':>7} {'the one before, reused':>23}")
         for n, (size, tools, share, reused) in enumerate(rows, start=1):
-            print(f"{n:>8} {size:>7,} {tools:>12,} {1 - share:>7.1%} {reused:>23.1%}")
+            print(f"{n:>8} {size:>7,} {tools:>12,} {1 - share:>7.1%} {f'{reused:.1%}' if n > 1 else '-':>23}")
         print(f"{'run':>8} {sum(r[0] for r in rows):>7,}\n")

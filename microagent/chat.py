@@ -78,7 +78,7 @@ def described(tool: Tool) -> tuple[str, dict]:
     if len(heads) == 1:
         return tool.description, tool.schema
     props, said, name = tool.schema["properties"], {}, None  # said: parameter -> its description
-    for head, end in zip(heads, heads[1:]):
+    for head, end in zip(heads[:-1], heads[1:], strict=True):
         if lines[head].strip() not in ("Args:", "Arguments:", "Parameters:"):
             continue
         for line in lines[head + 1:end]:

@@ -19,7 +19,8 @@ from microagent import (ASSISTANT, CANCELLED, SYSTEM, TOOL, USER, Action, Agent,
                         Message, approve, as_tool, decisions, deny, final_answer, scripted, story)
 from microagent.demo import QUESTION, check_policy, look_up_order, support_agent
 from microagent.memory import remembering
-from microagent.llm import (IN_WORDS, MAX_REPLY, LLMError, Usage, Waiting, _mended, _read_stream, chat_policy, read_actions, read_move,
+from microagent.llm import (IN_WORDS, MAX_REPLY, LLMError, Usage, Waiting, _mended, _read_stream, described, encoded,
+                            tool_spec, chat_policy, read_actions, read_move,
                             recorded, replayed, to_actions, to_messages, to_request)
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "llm_agent.py"
@@ -1079,3 +1080,97 @@ def test_with_the_schema_of_a_move_every_reply_of_a_real_small_model_is_a_valid_
     moves = [m for m in ctx if m.is_decision]
     assert moves and all(m.tool in STEPS and not m.error for m in moves), story(ctx)
     assert not any(m.error for m in ctx), story(ctx)
+
+
+# --- the leanest request ---------------------------------------------------------------------------
+
+@as_tool
+def refund(order_id: str, amount: float, note: str = "") -> str:
+    """Refund an order to the card it was paid with.
+
+    Args:
+        order_id: The order's id,
+            like A1234.
+        amount (float): How much, in dollars.
+
+    Returns:
+        What was refunded.
+    """
+    return f"${amount:g} refunded"
+
+
+def test_a_request_for_a_known_notebook_is_exactly_the_golden_one():
+    agent = Agent(scripted(Action("refund", {"order_id": "A1234", "amount": 79}, "it qualifies"),
+                           Action("", {"problem": "your reply was empty: call one of the tools, or answer in words"}),
+                           Action("final_answer", {"answer": "Refunded ½ of it ✓"}, IN_WORDS)),
+                  [refund, final_answer], system="You are a support agent.")
+    ctx = agent.run("Refund A1234?")
+    golden = Path(__file__).resolve().parent / "golden"
+    for native, name in [(True, "request_native.json"), (False, "request_json_mode.json")]:
+        sent = encoded(to_request(ctx, agent.tools.values(), "tiny", native=native))
+        assert sent == (golden / name).read_bytes(), name  # compact, UTF-8, the notebook last
+
+
+def test_a_docstring_without_args_is_the_description_whole_and_args_become_parameter_descriptions():
+    summary, schema = described(add)
+    assert (summary, schema) == ("Add two whole numbers.", add.schema)  # no Args: as it was
+    spec = tool_spec(refund)["function"]
+    assert spec["description"] == "Refund an order to the card it was paid with."  # no Args:, no Returns:
+    assert spec["parameters"]["properties"] == {
+        "order_id": {"type": "string", "description": "The order's id, like A1234."},
+        "amount": {"type": "number", "description": "How much, in dollars."},
+        "note": {"type": "string"}}  # a parameter the docstring does not name has no description
+    assert refund.schema["properties"]["amount"] == {"type": "number"}  # the tool's own schema is untouched
+
+    @as_tool
+    def odd(x: int) -> str:
+        """Args:
+        nothing here but a heading, and a name that is not a parameter:
+            y: not x
+        """
+        return ""
+    assert described(odd) == ("", odd.schema)
+
+
+def test_final_answer_goes_out_only_when_a_tool_choice_forces_a_call_every_turn():
+    ctx = Context((Message(USER, "hi"),))
+    def names(**settings):
+        return [s["function"]["name"] for s in to_request(ctx, (add, final_answer), "m", **settings).get("tools", [])]
+    assert names() == names(tool_choice="auto") == names(tool_choice="none") == ["add"]
+    assert names(tool_choice="required") == ["add", "final_answer"]
+    assert names(tool_choice={"type": "function", "function": {"name": "final_answer"}}) == ["add", "final_answer"]
+    only_final = to_request(ctx, (final_answer,), "m", tool_choice="auto")
+    assert "tools" not in only_final and "tool_choice" not in only_final  # nothing to choose from
+
+
+moves = st.one_of(
+    st.builds(lambda a, b, why: Action("add", {"a": a, "b": b}, why), st.integers(-9, 99), st.integers(), st.text()),
+    st.builds(lambda args: Action("add", args), st.text(max_size=12)),  # broken JSON, as a model may write it
+    st.builds(lambda name: Action(name, {}), st.sampled_from(["nope", ""])),
+    st.builds(lambda words: Action("", {"problem": "your reply was empty: reply"}, words), st.text(max_size=12)),
+)
+
+
+@given(script=st.lists(moves, max_size=6), last=st.sampled_from(["words", "call", "none"]),
+       native=st.booleans(), system=st.sampled_from([None, "You add."]))
+def test_each_request_starts_with_the_whole_request_before_byte_for_byte(script, last, native, system):
+    ending = {"words": [Action("final_answer", {"answer": "done"}, IN_WORDS)],
+              "call": [Action("final_answer", {"answer": "done"}, "ok")], "none": []}[last]
+    agent = Agent(scripted(*script, *ending), [add, final_answer], system=system, max_steps=len(script) + len(ending))
+    ctx = agent.run("add things")
+    # the notebook as it stood at each decision: what each request of the run was made from
+    asked = [Context(ctx.messages[:i]) for i, m in enumerate(ctx) if m.is_decision]
+    sent = [encoded(to_request(c, (add, final_answer), "m", native=native)) for c in asked]
+    for before, now in zip(sent[:-1], sent[1:], strict=True):
+        assert now.startswith(before[:-len(b"]}")])  # all but the closing brackets of its messages
+    # and asked again with the same notebook, it sends the same bytes
+    assert sent == [encoded(to_request(Context.from_json(c.to_json()), (add, final_answer), "m", native=native))
+                    for c in asked]
+
+
+def test_the_refund_run_sends_fewer_bytes_than_any_framework_measured():
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import request_size  # benchmarks/request_size.py, which the README quotes
+    native = request_size.measure(native=True)
+    assert sum(size for size, *_ in native) < 5_656  # LangGraph's run, the smallest of the four measured
+    assert all(reused > 0.99 for *_, reused in native[1:])  # each request reuses the one before
