@@ -5,9 +5,7 @@
     python examples/llm_agent.py --base-url https://api.openai.com/v1 --model gpt-4o-mini \\
         --api-key-env OPENAI_API_KEY                                                  # OpenAI
     python examples/llm_agent.py --base-url http://127.0.0.1:8000/v1 --model smollm2 \\
-        --tool-choice required --max-tokens 200 --no-stream                           # llama-cpp-python
-    python examples/llm_agent.py --base-url http://127.0.0.1:8000/v1 --model smollm2 \\
-        --json-tools --response-format json_object --max-tokens 200                   # ... with JSON moves
+        --json-tools --response-format json_object --max-tokens 200      # llama-cpp-python, a small model
 
 The story is printed as it happens: the model's words as they stream in (after
 "..."), the tokens each reply cost, then each note of the notebook. The agent
@@ -38,8 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--response-format", choices=["json_schema", "json_object"],
                         help="with --json-tools: send the JSON Schema of a move (json_schema: OpenAI's form, "
                              "json_object: llama.cpp's)")
-    parser.add_argument("--tool-choice", help="auto, required, none, or a tool's name to force it "
-                                              "(llama-cpp-python's server calls no tool unless this is given)")
+    parser.add_argument("--tool-choice", help="auto, required, none, or a tool's name to force it every turn "
+                                              "(llama-cpp-python's server calls no tool unless one is named)")
     parser.add_argument("--max-tokens", type=int, help="the most tokens one reply may take")
     parser.add_argument("--extra", type=json.loads, help='further request fields, as JSON: \'{"cache_prompt": true}\'')
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the server (default 120)")

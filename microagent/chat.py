@@ -88,7 +88,7 @@ def described(tool: Tool) -> tuple[str, dict]:
                 said[name] = found.group(2)
             elif name is not None and line.strip():  # a description goes on over the next lines
                 said[name] += " " + line.strip()
-    summary = "\n".join(lines[:heads[0]]).strip()
+    summary = "\n".join(lines[:heads[0]]).strip() or tool.description  # a docstring that starts with Args:
     return summary, {**tool.schema, "properties": {n: {**s, "description": said[n]} if n in said else s
                                                    for n, s in props.items()}}
 
@@ -113,9 +113,9 @@ def to_messages(ctx: Context, native: bool = True) -> list[dict]:
         if m.is_decision and (_problem(m) is not None or _words_of(m) is not None):
             # subtle: the loop wrote this decision on the model's behalf. The model gets back
             # what it really wrote, and then (for a reply with no move) what was wrong with it.
-            owed = _problem(m)
-            out.append({"role": "assistant", "content": _words_of(m) if owed is None else m.content})
-            owed = owed or ""
+            problem = _problem(m)
+            out.append({"role": "assistant", "content": _words_of(m) if problem is None else m.content})
+            owed = problem or ""
         elif m.is_decision:
             n += 1
             if native:  # subtle: "content" is text even when empty: some servers refuse null

@@ -75,7 +75,6 @@ class LLMError(RuntimeError):
     """The model server could not be used; the message says what to do about it."""
 
 
-
 # --- the brain: one HTTP request per decision -------------------------------------------
 
 def chat_policy(model: str, base_url: str = "http://localhost:11434/v1", *, api_key: str | None = None,
@@ -88,9 +87,10 @@ def chat_policy(model: str, base_url: str = "http://localhost:11434/v1", *, api_
     The key is `api_key`, or read from the environment variable named `api_key_env`;
     none is sent if neither is given (local servers need none). It is never printed.
     `max_tokens` caps each reply (a reply cut off there is an error note the model reads).
-    `tool_choice` is sent as given: llama.cpp's Python server calls no tool unless it is
-    named ("required", or {"type": "function", "function": {"name": ...}}), vLLM refuses
-    "auto" unless started with a flag, and most others default to "auto" when it is left out.
+    `tool_choice` is sent as given: "auto" (most servers' default when it is left out, but
+    vLLM refuses it unless started with a flag), "required", or one tool by name,
+    {"type": "function", "function": {"name": ...}}, the only way to get a tool call from
+    llama.cpp's Python server with a model's own chat template.
     `extra` holds further request fields a server needs, sent as given (llama.cpp's
     {"cache_prompt": true}, Ollama's {"options": {"num_ctx": 8192}}, ...).
     `response_format` ("json_schema", OpenAI's form, or "json_object", llama.cpp's) sends
@@ -151,7 +151,7 @@ def chat_policy(model: str, base_url: str = "http://localhost:11434/v1", *, api_
             limit = usage.completion_tokens if usage else max_tokens
             at = f" at {limit} tokens" if limit else ""
             return [no_move(message["content"], f"your reply was cut off{at}, before it was whole: "
-                            "write less, " + ("call one tool" if native_tools else MOVE))]
+                            "write a shorter one" + ("" if native_tools else "; " + MOVE))]
         return to_actions(message, native_tools)
     return policy
 

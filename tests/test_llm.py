@@ -792,7 +792,7 @@ def test_a_reply_cut_off_by_the_token_limit_is_an_error_note_not_an_answer(stand
     assert server.requests[1]["messages"][1:] == [
         {"role": "assistant", "content": "The refund policy says that"},
         {"role": "user", "content": "error: your reply was cut off at 8 tokens, before it was whole: "
-                                    "write less, call one tool"}]
+                                    "write a shorter one"}]
 
 
 @pytest.mark.parametrize("stream", [True, False])
@@ -1129,7 +1129,7 @@ def test_a_docstring_without_args_is_the_description_whole_and_args_become_param
             y: not x
         """
         return ""
-    assert described(odd) == ("", odd.schema)
+    assert described(odd) == (odd.description, odd.schema)  # no summary before it: the docstring, whole
 
 
 def test_final_answer_goes_out_only_when_a_tool_choice_forces_a_call_every_turn():
