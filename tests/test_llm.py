@@ -278,10 +278,11 @@ def test_streamed_calls_without_an_index_stay_apart(stand_in):
 
 
 @given(text=st.text(max_size=40), calls=st.lists(st.tuples(st.sampled_from(["add", "nope", ""]), st.text(max_size=30)),
-                                                 max_size=3), piece=st.integers(1, 7))
-def test_any_reply_cut_anywhere_gives_the_actions_the_whole_reply_gives(text, calls, piece):
+                                                 max_size=3), piece=st.integers(1, 7), verbose=st.booleans())
+def test_any_reply_cut_anywhere_gives_the_actions_the_whole_reply_gives(text, calls, piece, verbose):
     whole = reply(text, calls=calls)["message"]
-    lines = [f"data: {json.dumps(c)}\n".encode() for c in chunks(whole, None, piece)] + [b"data: [DONE]\n"]
+    lines = [f"data: {json.dumps(c)}\n".encode() for c in chunks(whole, None, piece, verbose=verbose)]
+    lines.append(b"data: [DONE]\n")
     stream = _read_stream(io.BytesIO(b"".join(lines)), "http://127.0.0.1/v1/chat/completions", 1.0)
     pieces = []
     try:
@@ -894,11 +895,13 @@ def test_a_key_in_any_error_text_is_blanked_before_it_is_cut(stand_in, stream):
 
 
 @pytest.mark.parametrize("key", [KEY + "\n", KEY + " ", "sk-ключ-1234"])
-def test_a_malformed_key_is_refused_up_front_without_showing_it(key):
-    with pytest.raises(ValueError) as e:
-        chat_policy("tiny", "http://127.0.0.1:1/v1", api_key=key)
-    assert "a space, a line break or a character outside plain ASCII" in str(e.value)
-    assert key.strip() not in str(e.value) and "1234" not in str(e.value)
+def test_a_malformed_key_is_refused_up_front_without_showing_it(key, monkeypatch):
+    monkeypatch.setenv("A_KEY_FROM_DOTENV", key)
+    for given in ({"api_key": key}, {"api_key_env": "A_KEY_FROM_DOTENV"}):
+        with pytest.raises(ValueError) as e:
+            chat_policy("tiny", "http://127.0.0.1:1/v1", **given)
+        assert "a space, a line break or a character outside plain ASCII" in str(e.value)
+        assert key.strip() not in str(e.value) and "1234" not in str(e.value)
 
 
 DEEP = "[" * 100_000 + "]" * 100_000
