@@ -897,9 +897,9 @@ def test_a_key_in_any_error_text_is_blanked_before_it_is_cut(stand_in, stream):
 @pytest.mark.parametrize("key", [KEY + "\n", KEY + " ", "sk-ключ-1234"])
 def test_a_malformed_key_is_refused_up_front_without_showing_it(key, monkeypatch):
     monkeypatch.setenv("A_KEY_FROM_DOTENV", key)
-    for given in ({"api_key": key}, {"api_key_env": "A_KEY_FROM_DOTENV"}):
+    for setting in ({"api_key": key}, {"api_key_env": "A_KEY_FROM_DOTENV"}):
         with pytest.raises(ValueError) as e:
-            chat_policy("tiny", "http://127.0.0.1:1/v1", **given)
+            chat_policy("tiny", "http://127.0.0.1:1/v1", **setting)
         assert "a space, a line break or a character outside plain ASCII" in str(e.value)
         assert key.strip() not in str(e.value) and "1234" not in str(e.value)
 
