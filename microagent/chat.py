@@ -39,6 +39,7 @@ from microagent.tool import Tool
 IN_WORDS = "(a reply in words: the final answer)"  # the reasoning written for such a reply
 MOVE = 'reply with one JSON object with a tool: {"tool": ..., "args": {...}, "reasoning": ...}'
 COMPACT = (",", ":")  # JSON with no space after a comma or a colon: every byte is paid for, every turn
+SECTIONS = ("Args:", "Arguments:", "Parameters:", "Returns:", "Raises:", "Examples:", "Example:", "Note:")  # docstring
 
 # --- the notebook as a request ---------------------------------------------------------
 
@@ -91,9 +92,6 @@ def described(tool: Tool) -> tuple[str, dict]:
     summary = "\n".join(lines[:heads[0]]).strip() or tool.description  # a docstring that starts with Args:
     return summary, {**tool.schema, "properties": {n: {**s, "description": said[n]} if n in said else s
                                                    for n, s in props.items()}}
-
-
-SECTIONS = ("Args:", "Arguments:", "Parameters:", "Returns:", "Raises:", "Examples:", "Example:", "Note:")
 
 
 def to_messages(ctx: Context, native: bool = True) -> list[dict]:

@@ -150,7 +150,7 @@ def chat_policy(model: str, base_url: str = "http://localhost:11434/v1", *, api_
         if finish == "length":  # cut off: whatever it wrote is not a whole move
             limit = usage.completion_tokens if usage else max_tokens
             at = f" at {limit} tokens" if limit else ""
-            return [no_move(message["content"], f"your reply was cut off{at}, before it was whole: "
+            return [no_move(message["content"] or "", f"your reply was cut off{at}, before it was whole: "
                             "write a shorter one" + ("" if native_tools else "; " + MOVE))]
         return to_actions(message, native_tools)
     return policy

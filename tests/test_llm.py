@@ -797,6 +797,15 @@ def test_a_reply_cut_off_by_the_token_limit_is_an_error_note_not_an_answer(stand
 
 
 @pytest.mark.parametrize("stream", [True, False])
+def test_a_tool_call_cut_off_by_the_token_limit_is_no_move_either(stand_in, stream):
+    server = stand_in(reply(calls=[("add", '{"a": 2, "b"')], finish="length", usage=(20, 8)), reply("5"))
+    ctx = Agent(chat_policy("tiny", server.url, stream=stream), [add, final_answer]).run("2 + 3?")
+    # user, assistant (no move: nothing in words, the call half written), tool (the loop's error), assistant, tool
+    assert (ctx[1].tool, ctx[1].content) == ("", "") and ctx[2].error and ctx.last().content == "5"
+    assert server.requests[1]["messages"][-1]["content"].startswith("error: your reply was cut off at 8 tokens")
+
+
+@pytest.mark.parametrize("stream", [True, False])
 def test_an_empty_json_mode_reply_says_what_was_expected(stand_in, stream):
     server = stand_in(reply(None), reply('{"tool": "final_answer", "args": {"answer": "2"}, "reasoning": "ok"}'))
     ctx = Agent(chat_policy("tiny", server.url, stream=stream, native_tools=False), [final_answer]).run("1 + 1?")
