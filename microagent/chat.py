@@ -242,7 +242,8 @@ def to_actions(message: dict, native: bool = True) -> list[Action]:
         # fix: the loop turns it into an error note, and the model reads it next turn.
         # A name that is not text becomes "", which the loop answers the same way; arguments
         # sent as an object instead of text are turned into JSON text by Action itself.
-        actions.append(Action(_text(fn.get("name")), fn.get("arguments") or "{}", text.strip() if i == 0 else ""))
+        actions.append(Action(_text(fn.get("name")), _json_text(fn.get("arguments") or "{}"),
+                              text.strip() if i == 0 else ""))
     return actions
 
 
@@ -271,7 +272,7 @@ def read_move(text: str) -> Action:
             tries, start = tries + 1, found.start() + 1
             continue
         if isinstance(value, dict) and isinstance(value.get("tool"), str):
-            return Action(value["tool"], value.get("args", {}), _text(value.get("reasoning")))
+            return Action(value["tool"], _json_text(value.get("args", {})), _text(value.get("reasoning")))
         start = end  # an object that is not a move: what is inside it isn't either
     return no_move(text, f"your reply was not one JSON object with a tool: {MOVE}")
 
@@ -304,6 +305,16 @@ def _in_words(text: str, expected: str) -> Action:
     if not text.strip():  # an empty reply is no move: the loop must not make one up
         return no_move(text, f"your reply was empty: {expected}")
     return Action("final_answer", {"answer": text.strip()}, IN_WORDS)
+
+
+def _json_text(args) -> str:
+    """Arguments as JSON text: as the model wrote them, or written out if it sent an object."""
+    if isinstance(args, str):
+        return args
+    try:
+        return json.dumps(args, ensure_ascii=False)  # as Action itself would write them
+    except RecursionError:  # subtle: read back within Python's limit, but one level too deep to write
+        return "(arguments nested too deeply to write out)"  # not JSON: the loop says so in an error note
 
 
 def _text(value) -> str:

@@ -925,6 +925,13 @@ def test_json_nested_absurdly_deep_is_an_llm_error_or_an_error_note(stand_in, tm
             ask(chat_policy("tiny", server.url, stream=stream))
     ctx = Agent(chat_policy("tiny", server.url, native_tools=False, stream=False), [add, final_answer]).run("?")
     assert ctx[1].tool == "" and ctx[2].error and ctx.last().content == "ok"  # the model's move: an error note
+    for depth in range(900, 1000, 5):  # deep enough to read back, maybe too deep to write out again
+        assert read_move('{"tool": "add", "args": ' + "[" * depth + "]" * depth + "}").tool in ("add", "")
+    nested = []
+    for _ in range(5000):  # an object a server's own parser let through: arguments too deep to write out
+        nested = [nested]
+    call = to_actions({"tool_calls": [{"function": {"name": "add", "arguments": nested}}]})[0]
+    assert call.args == "(arguments nested too deeply to write out)"  # the loop: "not valid JSON", an error note
     path = tmp_path / "deep.jsonl"
     path.write_text('{"tool": "add", "args": ' + DEEP + ', "reasoning": ""}\n')
     with pytest.raises(ValueError, match="deep.jsonl, line 1: not a recorded action"):
