@@ -4,6 +4,8 @@
     python examples/llm_agent.py --base-url http://localhost:8080/v1 --model local   # llama.cpp's server
     python examples/llm_agent.py --base-url https://api.openai.com/v1 --model gpt-4o-mini \\
         --api-key-env OPENAI_API_KEY                                                  # OpenAI
+    python examples/llm_agent.py --base-url http://127.0.0.1:8000/v1 --model smollm2 \\
+        --json-tools --response-format json_object --max-tokens 200      # llama-cpp-python, a small model
 
 The story is printed as it happens: the model's words as they stream in (after
 "..."), the tokens each reply cost, then each note of the notebook. The agent
@@ -13,6 +15,7 @@ refunds says yes to everything here.
 """
 
 import argparse
+import json
 import sys
 
 from microagent.demo import QUESTION, support_agent
@@ -30,14 +33,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-stream", action="store_true", help="wait for each whole reply")
     parser.add_argument("--json-tools", action="store_true",
                         help="for models without native tool calling: one JSON object per turn")
+    parser.add_argument("--response-format", choices=["json_schema", "json_object"],
+                        help="with --json-tools: send the JSON Schema of a move (json_schema: OpenAI's form, "
+                             "json_object: llama.cpp's)")
+    parser.add_argument("--tool-choice", help="auto, required, none, or a tool's name to force it every turn "
+                                              "(llama-cpp-python's server calls no tool unless one is named)")
+    parser.add_argument("--max-tokens", type=int, help="the most tokens one reply may take")
+    parser.add_argument("--extra", type=json.loads, help='further request fields, as JSON: \'{"cache_prompt": true}\'')
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the server (default 120)")
     parser.add_argument("question", nargs="?", default=QUESTION, help="what the customer asks")
     options = parser.parse_args(argv)
 
+    choice = options.tool_choice
+    if choice not in (None, "auto", "required", "none"):  # a tool's name: that tool, every turn
+        choice = {"type": "function", "function": {"name": choice}}
     try:
         policy = chat_policy(options.model, options.base_url, api_key_env=options.api_key_env,
-                            stream=not options.no_stream, native_tools=not options.json_tools,
-                            timeout=options.timeout)
+                             stream=not options.no_stream, native_tools=not options.json_tools,
+                             response_format=options.response_format, tool_choice=choice,
+                             max_tokens=options.max_tokens, extra=options.extra, timeout=options.timeout)
     except ValueError as e:  # a setting that can't work, such as a key variable that is not set
         print(f"error: {e}", file=sys.stderr)
         return 2  # as argparse does for a bad command line

@@ -1,57 +1,60 @@
 """An LLM brain: a Policy that asks a language model for the next move, over HTTP.
 
-It speaks the OpenAI-compatible chat completions API (`POST {base_url}/chat/completions`),
-which OpenAI, Ollama, llama.cpp's server, vLLM, LM Studio and many others serve,
-with the standard library alone: urllib for the HTTP, json for the wire.
+The idea fits in a dozen lines (notebook 11 builds it): turn the notebook into a
+chat completions request (microagent.chat), POST it to `{base_url}/chat/completions`,
+and turn the reply back into Actions:
 
-Two plain functions are the whole translation, and each can be read and tested alone:
+    def tiny_brain(ctx, tools):
+        body = json.dumps(to_request(ctx, tools, "llama3.1")).encode()
+        request = urllib.request.Request(base_url + "/chat/completions", body,
+                                         {"Content-Type": "application/json"})
+        with urllib.request.urlopen(request) as response:
+            return to_actions(json.load(response)["choices"][0]["message"])
 
-    to_request(ctx, tools, model)   the notebook as chat messages, the tools as function specs
-    to_actions(message)             the model's reply as Actions
+`chat_policy(model, base_url, ...)` is that brain made reliable, with the standard
+library alone. It retries politely, yields the reply's text piece by piece as it
+streams in (then the tokens it cost), and says in every error what to do. Each
+reply is read honestly: one cut off at the token limit, an empty one, a stream
+that stops before its end are never taken for an answer. Settings carry what
+servers differ on (tool_choice, max_tokens, extra request fields, a JSON Schema
+for a move). `recorded` and `replayed` turn a live run into a file of decisions
+and back into an offline brain.
 
-    notebook                          on the wire
-    system note, question             {"role": "system"}, {"role": "user"}
-    decision note (the n-th)          {"role": "assistant", "tool_calls": [{"id": "call_n", ...}]}
-    result note                       {"role": "tool", "tool_call_id": "call_n", "content": ...}
-    a human's verdict                 folded into the result: "approved by alice with {...}: ..."
-    out-of-steps note                 {"role": "assistant", "content": ...}
-
-    reply                             Actions
-    tool calls                        one Action per call, in order, arguments as the raw JSON text
-    words and no tool call            Action("final_answer", {"answer": words}): the run ends
-
-`chat_policy(model, base_url, ...)` is the brain built on them: it sends the
-request, retries politely, yields the reply's text piece by piece as it streams
-in (and then the tokens it cost), and returns the Actions. For a model without
-native tool calling, `native_tools=False` describes the tools in the prompt and
-reads one JSON object per turn instead. `recorded` and `replayed` turn a live
-run into a file of decisions and back into an offline brain.
-
+Under a hostile server: the key never leaves `base_url` (a redirect is refused),
+and it is blanked out of anything a server says before that is cut short and
+shown. A reply may be at most MAX_REPLY bytes, and is read in one pass.
 Cancelling a run (`agent.steps(..., cancel=event)`) takes effect at the next
-piece of a streamed reply: the response is closed and nothing half-decided is
-written. The timeout bounds each wait for the server, not a whole reply.
+piece of a streamed reply (keep-alives and pieces of tool calls included, as
+Waiting events) and during a wait before a retry: the response is closed and
+nothing half-decided is written. The timeout bounds each wait for the server.
 
-It leaves out: SDKs, images and audio, several choices per reply, structured
-output modes, async, and a deadline for a whole reply.
+It leaves out: SDKs, async, and a deadline for a whole reply.
 """
 
 import inspect
 import json
+import math
 import os
 import pathlib
+import re
 import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from http.client import HTTPException
 
+from microagent.chat import (IN_WORDS, MOVE, described, encoded, json_rules, move_schema, no_move,  # noqa: F401
+                             read_move, to_actions, to_messages, to_request, tool_spec)
 from microagent.context import Context
-from microagent.message import ASSISTANT, TOOL, USER
 from microagent.policy import Action, decisions, scripted
 from microagent.tool import Tool
 
-IN_WORDS = "(a reply in words: the final answer)"  # the reasoning written for such a reply
 MAX_WAIT = 60.0  # seconds: the longest Retry-After honoured, so a server can't park a run for hours
+MAX_REPLY = 8 << 20  # bytes: the most one reply may be (8 MiB), so a runaway server can't fill the memory
+SAID = 300  # characters: the most of a server's own words an error quotes
+RESPONSE_FORMATS = ("json_schema", "json_object")  # OpenAI's form, and the one llama.cpp's servers take
+OURS = ("model", "messages", "tools", "tool_choice", "stream", "stream_options", "response_format",
+        "temperature", "max_tokens")  # request fields the brain writes itself: not for `extra`
 
 
 @dataclass(frozen=True)
@@ -62,173 +65,44 @@ class Usage:
     total_tokens: int
 
 
+@dataclass(frozen=True)
+class Waiting:
+    """The brain is still at work, with no words to show yet: each one is a chance to cancel."""
+    what: str  # "a keep-alive", "a call to add", "2s before trying again", ...
+
+
 class LLMError(RuntimeError):
     """The model server could not be used; the message says what to do about it."""
-
-
-# --- the notebook as a request ---------------------------------------------------------
-
-def tool_spec(tool: Tool) -> dict:
-    """A tool as the function spec a model is shown.
-
-    >>> from microagent.tool import final_answer
-    >>> tool_spec(final_answer)["function"]["parameters"]
-    {'type': 'object', 'properties': {'answer': {'type': 'string'}}, 'required': ['answer']}
-    """
-    return {"type": "function",
-            "function": {"name": tool.name, "description": tool.description, "parameters": tool.schema}}
-
-
-def to_messages(ctx: Context, native: bool = True) -> list[dict]:
-    """The notebook as chat messages; the n-th decision's call gets the id call_n.
-
-    >>> from microagent.message import Message
-    >>> ctx = Context((Message("user", "2 + 3?"), Message("assistant", "add", tool="add", args='{"a": 2, "b": 3}'),
-    ...                Message("tool", "5", name="add")))
-    >>> for m in to_messages(ctx): print(m)
-    {'role': 'user', 'content': '2 + 3?'}
-    {'role': 'assistant', 'content': 'add', 'tool_calls': [{'id': 'call_1', 'type': 'function', 'function': {'name': 'add', 'arguments': '{"a": 2, "b": 3}'}}]}
-    {'role': 'tool', 'tool_call_id': 'call_1', 'content': '5'}
-    """  # noqa: E501 (the wire format, as it is)
-    out, n, verdict = [], 0, ""
-    for m in ctx:
-        if m.role == ASSISTANT and m.tool is not None:  # a decision
-            n += 1
-            if native:
-                call = {"id": f"call_{n}", "type": "function", "function": {"name": m.tool, "arguments": m.args}}
-                out.append({"role": "assistant", "content": m.content or None, "tool_calls": [call]})
-            else:  # the move written back as the JSON object the model was asked for
-                move = {"tool": m.tool, "args": _parsed(m.args), "reasoning": m.content}
-                out.append({"role": "assistant", "content": json.dumps(move, ensure_ascii=False)})
-        elif m.role == USER and m.tool is not None:
-            # subtle: a human's verdict sits between a decision and its result in the notebook,
-            # but nothing may sit between a tool call and its result on the wire. So an approval
-            # travels inside the result, where the model sees what it asked and what was approved.
-            # A denial needs no help: its result note already says who denied it and why.
-            verdict = "" if m.args is None else f"approved by {m.name} with {m.args}: "
-        elif m.role == TOOL:  # only the result travels, never an inner agent's notes
-            content, verdict = verdict + m.content, ""
-            out.append({"role": "tool", "tool_call_id": f"call_{n}", "content": content} if native
-                       else {"role": "user", "content": f"{m.name} returned: {content}"})
-        else:  # the system note, a question, an out-of-steps note: as they are
-            out.append({"role": m.role, "content": m.content})
-    return out
-
-
-def json_rules(tools: tuple[Tool, ...]) -> str:
-    """The instructions that stand in for native tool calling: the tools, and one JSON object a turn."""
-    lines = ["You work by calling tools. Each turn, reply with exactly one JSON object and nothing else:",
-             '{"tool": "<a tool name>", "args": {<its arguments>}, "reasoning": "<why, in a few words>"}',
-             "Call final_answer to give your answer. The tools, with the JSON Schema of their arguments:"]
-    lines += [f"- {t.name}: {t.description} {json.dumps(t.schema)}" for t in tools]
-    return "\n".join(lines)
-
-
-def to_request(ctx: Context, tools: tuple[Tool, ...], model: str, *, temperature: float | None = 0.0,
-               stream: bool = False, native: bool = True) -> dict:
-    """The JSON body of one chat completions request: the whole notebook, the tools, the settings."""
-    messages = to_messages(ctx, native)
-    if not native:  # the tools go into the system prompt instead
-        rules = json_rules(tools)
-        if messages and messages[0]["role"] == "system":
-            messages[0] = {"role": "system", "content": messages[0]["content"] + "\n\n" + rules}
-        else:
-            messages.insert(0, {"role": "system", "content": rules})
-    body = {"model": model, "messages": messages}
-    if native and tools:
-        body["tools"] = [tool_spec(t) for t in tools]
-    if temperature is not None:  # None: the server's default (some models accept no other)
-        body["temperature"] = temperature
-    body["stream"] = stream
-    if stream:
-        body["stream_options"] = {"include_usage": True}  # so the last chunk counts the tokens
-    return body
-
-
-# --- a reply as Actions ------------------------------------------------------------------
-
-def to_actions(message: dict, native: bool = True) -> list[Action]:
-    """The model's reply message as Actions: each tool call in order, or its words as the final answer.
-
-    >>> to_actions({"role": "assistant", "content": None, "tool_calls": [
-    ...     {"id": "x7", "type": "function", "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'}}]})
-    [Action(tool='add', args='{"a": 2, "b": 3}', reasoning='')]
-    >>> to_actions({"role": "assistant", "content": "It is 5."})[0].args
-    '{"answer": "It is 5."}'
-    """
-    text = (message.get("content") or "").strip()
-    if not native:
-        return [read_move(text)]
-    calls = message.get("tool_calls") or []
-    if not calls:
-        return [_in_words(text)]
-    actions = []
-    for i, call in enumerate(calls):
-        fn = call.get("function") or {}
-        # subtle: the arguments stay raw text. Broken JSON from the model is not ours to
-        # fix: the loop turns it into an error note, and the model reads it next turn.
-        # A name that is not text becomes "", which the loop answers the same way; arguments
-        # sent as an object instead of text are turned into JSON text by Action itself.
-        actions.append(Action(_text(fn.get("name")), fn.get("arguments") or "{}", text if i == 0 else ""))
-    return actions
-
-
-def read_move(text: str) -> Action:
-    """The move in a reply written as JSON text: the first JSON object in it with a "tool".
-
-    Code fences and chatter around the object are skipped. A reply with no "{" at all
-    is the model answering in words (its final answer); one with an object that can't
-    be read becomes a call to no tool, which the loop turns into an error note.
-
-    >>> read_move('Sure!```json\\n{"tool": "add", "args": {"a": 2, "b": 3}, "reasoning": "sum"}\\n```')
-    Action(tool='add', args='{"a": 2, "b": 3}', reasoning='sum')
-    >>> read_move("It is 5.").tool, read_move('{"tool": "add", "args": {"a": 2,}}').tool
-    ('final_answer', '')
-    """
-    decoder = json.JSONDecoder()
-    for start in (i for i, ch in enumerate(text) if ch == "{"):
-        try:
-            found, _end = decoder.raw_decode(text, start)  # one whole JSON value from here on
-        except ValueError:
-            continue
-        if isinstance(found, dict) and isinstance(found.get("tool"), str):
-            return Action(found["tool"], found.get("args", {}), _text(found.get("reasoning")))
-    if "{" not in text:
-        return _in_words(text)
-    return Action("", "{}", f"(the reply was not one JSON object with a tool: {text})")
-
-
-def _in_words(text: str) -> Action:
-    if not text:  # an empty reply: final_answer without an answer, so the loop says what's missing
-        return Action("final_answer", {}, "(the reply was empty)")
-    return Action("final_answer", {"answer": text}, IN_WORDS)
-
-
-def _text(value) -> str:
-    return value if isinstance(value, str) else ""  # a name or a reasoning that is null, a number, ...
-
-
-def _parsed(args: str):
-    try:
-        return json.loads(args)
-    except ValueError:
-        return args  # broken JSON goes back as the model wrote it
 
 
 # --- the brain: one HTTP request per decision -------------------------------------------
 
 def chat_policy(model: str, base_url: str = "http://localhost:11434/v1", *, api_key: str | None = None,
-                api_key_env: str | None = None, temperature: float | None = 0.0, timeout: float = 60.0,
-                retries: int = 3, stream: bool = True, native_tools: bool = True, sleep=time.sleep):
+                api_key_env: str | None = None, temperature: float | None = 0.0, max_tokens: int | None = None,
+                tool_choice: str | dict | None = None, extra: dict | None = None, timeout: float = 60.0,
+                retries: int = 3, stream: bool = True, native_tools: bool = True,
+                response_format: str | None = None, sleep=time.sleep):
     """A brain that asks the model at `base_url` (OpenAI-compatible) for every next move.
 
     The key is `api_key`, or read from the environment variable named `api_key_env`;
     none is sent if neither is given (local servers need none). It is never printed.
+    `max_tokens` caps each reply (a reply cut off there is an error note the model reads).
+    `tool_choice` is sent as given: "auto" (most servers' default when it is left out, but
+    vLLM refuses it unless started with a flag), "required", or one tool by name,
+    {"type": "function", "function": {"name": ...}}, the only way to get a tool call from
+    llama.cpp's Python server with a model's own chat template.
+    `extra` holds further request fields a server needs, sent as given (llama.cpp's
+    {"cache_prompt": true}, Ollama's {"options": {"num_ctx": 8192}}, ...).
+    `response_format` ("json_schema", OpenAI's form, or "json_object", llama.cpp's) sends
+    the JSON Schema of a move with `native_tools=False`, for servers that constrain output.
     `timeout` bounds each wait for the server in seconds; 429 and 5xx answers are
-    tried again `retries` times, waiting as the server asks (`sleep` does the waiting).
-    The policy yields the reply's text (piece by piece when `stream`), then a Usage.
+    tried again `retries` times, waiting as the server asks (`sleep` does the waiting),
+    unless the answer says the request itself is wrong.
+    The policy yields the reply's text (piece by piece when `stream`), then a Usage;
+    Waiting events stand for the pieces that are not words (keep-alives, tool calls, retries).
     """
-    _check_settings(model, base_url, timeout, retries)
+    _check_settings(model, base_url, timeout, retries, max_tokens, tool_choice, extra, native_tools,
+                    response_format)
     if api_key is not None and not isinstance(api_key, str):
         raise TypeError("api_key is a string (or leave it out and name an environment variable: api_key_env=)")
     if api_key is None and api_key_env is not None:
@@ -240,38 +114,50 @@ def chat_policy(model: str, base_url: str = "http://localhost:11434/v1", *, api_
         key_hint = "the api_key passed"
     else:
         key_hint = "no key was sent: pass api_key= or api_key_env="
+    if api_key and not (api_key.isascii() and api_key.isprintable() and " " not in api_key):
+        # subtle: never echo the key here; a ValueError from http.client would print it whole
+        raise ValueError(f"{key_hint} has a space, a line break or a character outside plain ASCII "
+                         "(a newline left by a .env file?): strip it; the key is not shown here")
     url = base_url.rstrip("/") + "/chat/completions"
     headers = {"Content-Type": "application/json", "User-Agent": "microagent"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
+    fields = {"max_tokens": max_tokens, "tool_choice": tool_choice, **(extra or {})}
 
-    def problem(status: int, detail: str, tries: int) -> str:
+    def problem(status: int, detail: str, tries: int, settled: bool = False) -> str:
         """The words for a failed request; a server that repeats the key gets it blanked out."""
-        detail = detail.replace(api_key, "[the key]") if api_key else detail
-        return _http_problem(url, status, detail, tries, model, key_hint, native_tools)
+        return _http_problem(url, status, _quote(_the_point(detail), api_key), tries, settled, model,
+                             key_hint, native_tools, _too_long(detail))
 
     def policy(ctx: Context, tools: tuple[Tool, ...]):
         if "final_answer" not in [t.name for t in tools]:
             raise ValueError("an LLM brain needs the final_answer tool among the agent's tools: "
                              "a reply in words is the model's final answer, given through it")
-        body = to_request(ctx, tools, model, temperature=temperature, stream=stream, native=native_tools)
-        response = _post(url, json.dumps(body).encode(), headers, timeout, retries, sleep, problem)
+        body = to_request(ctx, tools, model, temperature=temperature, stream=stream, native=native_tools,
+                          response_format=response_format, **fields)
+        response = yield from _post(url, encoded(body), headers, timeout, retries, sleep, problem)
         try:  # subtle: this finally also runs when the agent closes the generator on cancel
             if stream:
-                message = yield from _read_stream(response, url, timeout)
+                message, usage, finish = yield from _read_stream(response, url, timeout, api_key)
             else:
-                message, usage = _read_whole(response, url, timeout)
+                message, usage, finish = _read_whole(response, url, timeout, api_key)
                 if message["content"].strip():
                     yield message["content"]
                 if usage is not None:
                     yield usage
         finally:
             response.close()
+        if finish == "length":  # cut off: whatever it wrote is not a whole move
+            limit = usage.completion_tokens if usage else max_tokens
+            at = f" at {limit} tokens" if limit else ""
+            return [no_move(message["content"] or "", f"your reply was cut off{at}, before it was whole: "
+                            "write a shorter one" + ("" if native_tools else "; " + MOVE))]
         return to_actions(message, native_tools)
     return policy
 
 
-def _check_settings(model: str, base_url: str, timeout: float, retries: int) -> None:
+def _check_settings(model, base_url, timeout, retries, max_tokens, tool_choice, extra, native_tools,
+                    response_format) -> None:
     """Settings that can't work are a ValueError now, not a puzzling failure at the first request."""
     if not (isinstance(model, str) and model):
         raise ValueError(f"model must be the model's name on the server, not {model!r}")
@@ -279,27 +165,68 @@ def _check_settings(model: str, base_url: str, timeout: float, retries: int) -> 
         raise ValueError(f"base_url must start with http:// or https://, not {base_url!r}")
     if not (isinstance(timeout, (int, float)) and 0 < timeout < float("inf")):
         raise ValueError(f"timeout must be a number of seconds above 0, not {timeout!r}")
-    if not (isinstance(retries, int) and retries >= 0):
+    if not (type(retries) is int and retries >= 0):  # subtle: True is an int in Python
         raise ValueError(f"retries must be a whole number, 0 or more, not {retries!r}")
+    if not (max_tokens is None or (type(max_tokens) is int and max_tokens > 0)):
+        raise ValueError(f"max_tokens must be a whole number above 0 (or None: the server's limit), not {max_tokens!r}")
+    if not (tool_choice is None or isinstance(tool_choice, (str, dict))):
+        raise ValueError(f'tool_choice is "auto", "required", "none" or a dict, as the server takes it, '
+                         f"not {tool_choice!r}")
+    if extra is not None:
+        if not isinstance(extra, dict):
+            raise ValueError(f"extra is a dict of further request fields, not {extra!r}")
+        ours = [name for name in extra if name in OURS]
+        if ours:
+            raise ValueError(f"extra may not set {', '.join(ours)}: the brain writes those (use its own settings)")
+        try:
+            json.dumps(extra)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"extra must hold plain JSON values ({e})") from None
+    if response_format not in (None, *RESPONSE_FORMATS):
+        raise ValueError(f"response_format is one of {', '.join(RESPONSE_FORMATS)}, or None, not {response_format!r}")
+    if response_format is not None and native_tools:
+        raise ValueError("response_format describes a move as JSON text: it goes with native_tools=False")
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A redirect is not followed: it comes back as the HTTPError it is, and _post refuses it."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None  # subtle: following it would send the key (and the notebook) to another address
+
+
+_OPENER = urllib.request.build_opener(_NoRedirects)  # urlopen's handlers, but this one for redirects
 
 
 def _post(url: str, data: bytes, headers: dict, timeout: float, retries: int, sleep, problem):
-    """Send the request; try again on 429 and 5xx; any other failure is an LLMError."""
+    """Send the request; try again on 429 and 5xx; any other failure is an LLMError.
+
+    It yields Waiting while it waits to try again, so a run can be cancelled then too.
+    """
+    before = None  # the last failure: the same 5xx twice is not going to change
     for attempt in range(retries + 1):
         try:
-            return urllib.request.urlopen(urllib.request.Request(url, data, headers), timeout=timeout)
+            return _OPENER.open(urllib.request.Request(url, data, headers), timeout=timeout)
         except urllib.error.HTTPError as e:
             status, detail, wait = e.code, _detail(e), _retry_after(e.headers.get("Retry-After"), attempt)
+            if 300 <= status < 400:
+                detail = str(e.headers.get("Location"))  # where it pointed is the detail that matters
             e.close()
-            if (status != 429 and status < 500) or attempt == retries:
-                raise LLMError(problem(status, detail, attempt + 1)) from None
+            settled = status >= 500 and (_invalid(detail) or (status, detail) == before)
+            if (status != 429 and status < 500) or attempt == retries or settled:
+                raise LLMError(problem(status, detail, attempt + 1, settled)) from None
+            before = status, detail
         except urllib.error.URLError as e:  # the request never got through: the reason says why
             raise LLMError(_not_reached(url, timeout, e.reason)) from None
         except TimeoutError:
             raise LLMError(_timed_out(url, timeout, "to start answering")) from None
         except (OSError, HTTPException) as e:  # e.g. the server hung up without answering
             raise LLMError(_broken(url, e)) from None
-        sleep(wait)
+        while wait > 0:  # in short naps, so a cancel is heard between them
+            yield Waiting(f"{wait:g}s before trying again")
+            nap = min(wait, 1.0)
+            sleep(nap)
+            wait -= nap
 
 
 def _not_reached(url: str, timeout: float, reason) -> str:
@@ -317,40 +244,89 @@ def _not_reached(url: str, timeout: float, reason) -> str:
 def _retry_after(header: str | None, attempt: int) -> float:
     """Seconds to wait before trying again: what the server asked for, or else 1, 2, 4, ..."""
     try:
-        return min(max(float(header), 0.0), MAX_WAIT)
+        seconds = float(header)
     except (TypeError, ValueError):  # absent, or given as a date: back off on our own
-        return min(2.0 ** attempt, MAX_WAIT)
+        seconds = float("nan")
+    if math.isnan(seconds):  # subtle: float("nan") parses, and time.sleep refuses it
+        seconds = 2.0 ** attempt
+    return min(max(seconds, 0.0), MAX_WAIT)
 
 
 def _detail(e: urllib.error.HTTPError) -> str:
-    """The server's own words about an error, short: its JSON error message, or its body."""
+    """The server's own words about an error, whole: its JSON error message, or its body."""
     try:
-        body = e.read().decode("utf-8", "replace")
+        body = e.read(64 << 10).decode("utf-8", "replace")  # a page of words is plenty
     except (OSError, HTTPException):
         return ""
     try:
         said = json.loads(body)["error"]
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, IndexError, RecursionError):
         said = body
-    return " ".join(_said(said).split())[:200]
+    return _said(said)
 
 
 def _said(error) -> str:
-    return str(error.get("message", error) if isinstance(error, dict) else error)
+    said = error.get("message", error) if isinstance(error, dict) else error
+    return said if isinstance(said, str) else _shown(said)
 
 
-def _http_problem(url: str, status: int, detail: str, tries: int, model: str, key_hint: str,
-                  native: bool) -> str:
+def _the_point(detail: str) -> str:
+    """Of a server's list of validation errors, the ones that matter, if it is such a list.
+
+    A message that fits none of the kinds a server knows gets an error for each kind it
+    is not ("Input should be 'system'", ...); those kinds drop out, and what is left says
+    what is wrong with the kind it is (llama.cpp's Python server writes them this way):
+
+    >>> print(_the_point("2 validation errors: "
+    ...     "{'loc': ('body', 'messages', 1, 'System', 'role'), 'msg': 'Input should be system'} "
+    ...     "{'loc': ('body', 'messages', 1, 'Assistant', 'content'), 'msg': 'Input should be a valid string'}"))
+    2 validation errors; what matters: messages.1.Assistant.content: Input should be a valid string
+    """
+    found = [([part.strip(" '\"") for part in loc.split(",")], msg) for loc, _quote, msg in _PYDANTIC.findall(detail)]
+    wrong_kinds = {tuple(loc[:-1]) for loc, msg in found if loc[-1] == "role" and msg.startswith("Input should be")}
+    left = [".".join(p for p in loc if p != "body") + ": " + msg for loc, msg in found
+            if tuple(loc[:-1]) not in wrong_kinds]
+    if not (found and left):
+        return detail
+    count = detail.split(":")[0].strip()
+    return f"{count}; what matters: " + "; ".join(left)
+
+
+_PYDANTIC = re.compile(r"""'loc': \(([^)]*)\), 'msg': (['"])(.*?)\2""")  # one error of a pydantic list
+
+
+def _invalid(detail: str) -> bool:
+    """Does the server say the request itself is malformed (so trying again can't help)?"""
+    return "validation error" in detail.lower()
+
+
+def _too_long(detail: str) -> bool:
+    """Does the server say the notebook is longer than the model's context?"""
+    return bool(re.search(r"context.length|context window|maximum context|too many tokens|exceeds? the context",
+                          detail, re.IGNORECASE))
+
+
+def _http_problem(url: str, status: int, detail: str, tries: int, settled: bool, model: str, key_hint: str,
+                  native: bool, too_long: bool) -> str:
     """What a failed status means, and what to do about it."""
     said = f" (the server said: {detail})" if detail else ""
     after = f", still after {tries} tries" if tries > 1 else ""  # 429 and 5xx are tried again
+    if 300 <= status < 400:
+        return (f"{url} redirected the request (HTTP {status}) to {detail}: it was not followed, since the "
+                "key and the notebook go only to base_url. If that address is right, make it the base_url")
     if status in (401, 403):  # subtle: no detail here: some servers echo part of a wrong key
         return f"{url} refused the request (HTTP {status}): check the API key; {key_hint}"
+    if too_long:
+        return (f"{url} rejected the request (HTTP {status}): the notebook is longer than the model's context"
+                f"{said}. Compact it (microagent.memory), or use a model with a longer context")
     if status == 404:
         return (f"{url} answered 404 not found{said}: check the model name {model!r} "
                 "(is it served there?) and the base URL (it usually ends in /v1)")
     if status == 429:
         return f"{url} is rate limiting (HTTP 429){after}{said}: wait, then try again"
+    if status >= 500 and settled:
+        return (f"{url} failed with HTTP {status}{after}{said}: the server rejects this request as it is, "
+                "so it was not tried again; a setting may not suit this server")
     if status >= 500:
         return f"{url} failed with HTTP {status}{after}{said}: try again later"
     hint = " If the model cannot call tools, try native_tools=False." if native else ""
@@ -370,111 +346,192 @@ def _not_chat(url: str) -> str:
     return f"{url} did not answer like a chat completions API: check the base URL (it usually ends in /v1)"
 
 
-def _malformed(url: str, what: str, value) -> str:
-    return f"{url} sent a reply that is not well formed: its {what} is {json.dumps(value)[:100]}"
+def _too_big(url: str) -> str:
+    return f"{url} sent a reply of more than {MAX_REPLY >> 20} MiB (MAX_REPLY): it was not read; set max_tokens"
 
 
-def _words(content, url: str) -> str:
+def _too_deep(url: str) -> str:
+    return f"{url} sent a reply nested too deeply to read: it is not a chat completion"
+
+
+def _malformed(url: str, what: str, value, key: str | None) -> str:
+    return f"{url} sent a reply that is not well formed: its {what} is {_quote(_shown(value), key, 100)}"
+
+
+def _shown(value) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (ValueError, TypeError, RecursionError):
+        return "(something that can't be shown)"
+
+
+def _quote(text: str, key: str | None, limit: int = SAID) -> str:
+    """A server's words, fit for an error: the key blanked out FIRST, then cut short.
+
+    >>> _quote("bad key sk-0123456789: " + "x" * 400, "sk-0123456789", 30)
+    'bad key [the key]: xxxxxxxxxxx...'
+    """
+    # subtle: cutting first could cut the key in two, and the half before the cut would show
+    text = text.replace(key, "[the key]") if key else text
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _words(content, url: str, key: str | None) -> str:
     """A reply's words: text, or OpenAI-style parts [{"type": "text", "text": ...}, ...] joined."""
     if content is None or isinstance(content, str):
         return content or ""
     if not isinstance(content, list):
-        raise LLMError(_malformed(url, "content", content))
+        raise LLMError(_malformed(url, "content", content, key))
     return "".join(p["text"] for p in content
                    if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str))
 
 
-def _calls(calls, url: str) -> list[dict]:
+def _calls(calls, url: str, key: str | None) -> list[dict]:
     """A reply's tool calls (or a delta's pieces of them), as long as they are a list of objects."""
     calls = [] if calls is None else calls
     if not (isinstance(calls, list) and all(isinstance(c, dict) and isinstance(c.get("function") or {}, dict)
                                             for c in calls)):
-        raise LLMError(_malformed(url, "tool_calls", calls))
+        raise LLMError(_malformed(url, "tool_calls", calls, key))
     return calls
 
 
-def _read_whole(response, url: str, timeout: float) -> tuple[dict, Usage | None]:
-    """A reply that was not streamed: its message (words as text, calls as a list) and its usage."""
+def _read_whole(response, url: str, timeout: float, key: str | None = None):
+    """A reply that was not streamed: its message (words as text, calls as a list), usage, finish_reason."""
     try:
-        reply = json.loads(response.read())
-        if reply.get("error"):
-            raise LLMError(f"{url} answered with an error: {_said(reply['error'])}")
-        message, usage = reply["choices"][0]["message"], _usage(reply.get("usage"))
+        body = response.read(MAX_REPLY + 1)
     except TimeoutError:
         raise LLMError(_timed_out(url, timeout, "to send the reply")) from None
     except (OSError, HTTPException) as e:
         raise LLMError(_broken(url, e)) from None
-    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+    if len(body) > MAX_REPLY:
+        raise LLMError(_too_big(url))
+    try:
+        reply = json.loads(body)
+    except RecursionError:
+        raise LLMError(_too_deep(url)) from None
+    except ValueError:
+        raise LLMError(_not_chat(url)) from None
+    if isinstance(reply, dict) and reply.get("error"):
+        raise LLMError(f"{url} answered with an error: {_quote(_said(reply['error']), key)}")
+    try:
+        choice = reply["choices"][0]
+        message, finish, usage = choice["message"], choice.get("finish_reason"), _usage(reply.get("usage"))
+    except (KeyError, IndexError, TypeError, AttributeError):
         raise LLMError(_not_chat(url)) from None
     if not isinstance(message, dict):
-        raise LLMError(_malformed(url, "message", message))
-    return {**message, "content": _words(message.get("content"), url),
-            "tool_calls": _calls(message.get("tool_calls"), url)}, usage
+        raise LLMError(_malformed(url, "message", message, key))
+    return {**message, "content": _words(message.get("content"), url, key),
+            "tool_calls": _calls(message.get("tool_calls"), url, key)}, usage, finish
 
 
-def _read_stream(response, url: str, timeout: float):
-    """A streamed reply: yield its text pieces as they come, then its Usage; return the whole message.
+def _read_stream(response, url: str, timeout: float, key: str | None = None):
+    """A streamed reply: yield its text pieces as they come, then its Usage; return what the whole one would.
 
     The stream is server-sent events: lines of `data: {chunk}`, ending with `data: [DONE]`.
     A chunk's `delta` holds a piece of text, or pieces of tool calls keyed by `index`:
     the first piece of a call brings its id and name, the rest bring bits of its arguments.
     Some servers send no index, only whole calls: then a piece's place in the delta's list
-    stands in for it, and a piece with a new id starts a new call.
+    stands in for it, and a piece with a new id starts a new call. Anything that is not
+    words (a keep-alive, a piece of a call) is yielded as Waiting, so a cancel is heard.
     """
-    text, calls, usage = [], [], None  # calls: [{"id", "type", "function": {"name", "arguments"}}]
-    events, growing = 0, {}  # growing: index (or place in the list) -> the call its pieces add to
+    text, calls, usage, finish = [], [], None, None  # calls: [{"id", "type", "function": {"name", "arguments"}}]
+    events, growing, held = 0, {}, ""  # growing: index (or place) -> its call; held: half an emoji
+    size, done, alien = 0, False, False  # bytes read so far; [DONE] seen; a line no stream has
     try:
-        for line in response:
+        while not done:
+            line = response.readline(MAX_REPLY + 1 - size)
+            size += len(line)
+            if size > MAX_REPLY:
+                raise LLMError(_too_big(url))
+            if not line:
+                break
             line = line.decode("utf-8").strip()
-            if not line.startswith("data:"):  # the blank line after each event, ": comments"
+            if line.startswith(":"):  # a comment: a keep-alive while the model thinks
+                yield Waiting("a keep-alive")
+                continue
+            if not line.startswith("data:"):  # the blank line after each event, event: and id: lines, ...
+                alien = alien or not (line == "" or line.startswith(("event:", "id:", "retry:")))
                 continue
             events, data = events + 1, line[len("data:"):].strip()
             if data == "[DONE]":
-                break
+                done = True
+                continue
             chunk = json.loads(data)
             if chunk.get("error"):
-                raise LLMError(f"{url} reported an error mid-reply: {_said(chunk['error'])}")
-            usage = _usage(chunk.get("usage")) or usage
+                raise LLMError(f"{url} reported an error mid-reply: {_quote(_said(chunk['error']), key)}")
+            usage, said = _usage(chunk.get("usage")) or usage, ""
             for choice in chunk.get("choices") or []:
+                finish = choice.get("finish_reason") or finish
                 delta = choice.get("delta") or {}
-                words = _words(delta.get("content"), url)
-                if words:
-                    text.append(words)
-                    yield words
-                for position, piece in enumerate(_calls(delta.get("tool_calls"), url)):
-                    key, new_id = piece.get("index", position), piece.get("id") or ""
-                    call = growing.get(key)
-                    if call is None or (new_id and call["id"] and new_id != call["id"]):
-                        call = growing[key] = {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
-                        calls.append(call)
-                    fn = piece.get("function") or {}
-                    call["id"] = call["id"] or new_id
-                    call["function"]["name"] = call["function"]["name"] or fn.get("name") or ""
-                    more = fn.get("arguments") or ""
-                    if not isinstance(more, str):  # some servers send the object itself, whole: write it as Action does
-                        more = json.dumps(more, ensure_ascii=False)
-                    call["function"]["arguments"] += more
+                # subtle: an emoji escaped as two halves (\ud83d\ude00) may be split between two
+                # chunks; the half that comes first waits for the other before it is shown
+                words = held + _words(delta.get("content"), url, key)
+                held = words[-1:] if "\ud800" <= words[-1:] <= "\udbff" else ""
+                said += words[:len(words) - len(held)]
+                for position, piece in enumerate(_calls(delta.get("tool_calls"), url, key)):
+                    _add_piece(calls, growing, piece, position)
+            if said:
+                text.append(_mended(said))
+                yield text[-1]
+            else:
+                yield Waiting(f"a call to {calls[-1]['function']['name']}" if calls else "the reply goes on")
     except TimeoutError:
         raise LLMError(_timed_out(url, timeout, "to send the next piece of the reply")) from None
     except (OSError, HTTPException) as e:
         raise LLMError(_broken(url, e)) from None
+    except RecursionError:
+        raise LLMError(_too_deep(url)) from None
     except (ValueError, AttributeError, TypeError):
         raise LLMError(_not_chat(url)) from None
-    if events == 0:  # not one event: whatever this is, it is not a stream of chunks
-        raise LLMError(_not_chat(url))
+    if not done:
+        if alien:  # not a stream of chunks at all: a web page, say
+            raise LLMError(_not_chat(url))
+        if events == 0:
+            raise LLMError(f"{url} ended the stream without a reply: the server may not stream this request; "
+                           "try stream=False")
+        raise LLMError(f"{url} stopped mid-reply: the stream ended before data: [DONE], so the reply may not be "
+                       "whole; try again, or try stream=False")
+    if held:
+        text.append(_mended(held))
     if usage is not None:
         yield usage
+    for call in calls:
+        call["function"]["arguments"] = _mended(call["function"]["arguments"])
     message = {"role": "assistant", "content": "".join(text) or None}
     if calls:
         message["tool_calls"] = calls  # in the order they began
-    return message  # shaped like a reply that was not streamed, so to_actions can't tell them apart
+    return message, usage, finish  # shaped like a reply that was not streamed, so to_actions can't tell
 
 
-def _usage(counts: dict | None) -> Usage | None:
+def _add_piece(calls: list[dict], growing: dict, piece: dict, position: int) -> None:
+    """Add one streamed piece of a tool call to the call it belongs to, or start a new one."""
+    key, new_id = piece.get("index", position), piece.get("id") or ""
+    call = growing.get(key)
+    if call is None or (new_id and call["id"] and new_id != call["id"]):
+        call = growing[key] = {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
+        calls.append(call)
+    fn = piece.get("function") or {}
+    call["id"] = call["id"] or new_id
+    # subtle: some servers repeat the name in every piece: it is kept once, not added up
+    call["function"]["name"] = call["function"]["name"] or (fn.get("name") if isinstance(fn.get("name"), str) else "")
+    more = fn.get("arguments") or ""
+    if not isinstance(more, str):  # some servers send the object itself, whole: write it as Action does
+        more = json.dumps(more, ensure_ascii=False)
+    call["function"]["arguments"] += more
+
+
+def _mended(text: str) -> str:
+    """Text with each pair of emoji halves joined into the emoji, and a half left alone as U+FFFD."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def _usage(counts) -> Usage | None:
     if not isinstance(counts, dict):
         return None
-    prompt, completion = counts.get("prompt_tokens") or 0, counts.get("completion_tokens") or 0
-    return Usage(prompt, completion, counts.get("total_tokens") or prompt + completion)
+    prompt, completion, total = (counts.get(k) for k in ("prompt_tokens", "completion_tokens", "total_tokens"))
+    prompt, completion = (n if type(n) is int else 0 for n in (prompt, completion))
+    return Usage(prompt, completion, total if type(total) is int else prompt + completion)
 
 
 # --- record a live brain, replay it offline ----------------------------------------------
@@ -482,10 +539,9 @@ def _usage(counts: dict | None) -> Usage | None:
 def recorded(policy, path: str | pathlib.Path):
     """`policy`, writing the run's decisions so far to `path` (JSON lines) each time it decides.
 
-    It writes the decisions in the notebook it is handed. So wrap it around a brain
-    that compacts (microagent.memory): `recorded(remembering(p), path)` records them
-    all, while `remembering(recorded(p, path))` would see only the compacted notebook,
-    and the decisions folded into its summary would drop out of the file.
+    It writes the decisions in the notebook it is handed (`decisions(ctx)`), those a
+    memory summary folded included, so it records them all inside or outside
+    `remembering` (microagent.memory).
     """
     if not callable(policy):
         raise TypeError("recorded takes a policy: a function (context, tools) -> Action")
@@ -507,7 +563,9 @@ def recorded(policy, path: str | pathlib.Path):
         # (left over when a run paused or stopped) would put an appended file out of step.
         lines = [json.dumps({"tool": a.tool, "args": a.args, "reasoning": a.reasoning}, ensure_ascii=False)
                  for a in decisions(ctx) + list(chosen)]
-        pathlib.Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+        # subtle: half an emoji can't be written as UTF-8; backslashreplace writes it as \ud83d,
+        # which is exactly how JSON escapes it, so the line still reads back as it was
+        pathlib.Path(path).write_bytes(("\n".join(lines) + "\n").encode("utf-8", "backslashreplace"))
         return chosen
     return recording
 
@@ -519,6 +577,8 @@ def read_actions(path: str | pathlib.Path) -> list[Action]:
         try:
             d = json.loads(line)
             actions.append(Action(d["tool"], d["args"], d["reasoning"]))
+        except RecursionError:
+            raise ValueError(f"{path}, line {n}: not a recorded action (nested too deeply to read)") from None
         except (ValueError, KeyError, TypeError) as e:
             raise ValueError(f"{path}, line {n}: not a recorded action ({e})") from None
     return actions

@@ -10,8 +10,9 @@ what a language model is shown, and what the loop checks every call against.
 This is the magic behind every framework's `@tool` decorator, in one page.
 
 It supports the hints str, int, float, bool, list[...], dict, Literal[...] and
-`X | None`; anything else is refused when the tool is made. It does not describe
-single parameters to the model (the docstring describes the whole tool).
+`X | None`; anything else is refused when the tool is made. The docstring is
+the tool's description, whole; the LLM brain (microagent.chat) shows a model
+each parameter's own words from a Google-style `Args:` section.
 """
 
 import inspect

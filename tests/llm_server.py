@@ -8,9 +8,14 @@
 
 A reply goes out whole, or, when the request asks for `stream`, as server-sent
 events cut into small pieces that split words and split the JSON of tool-call
-arguments mid-token, the way a real model's tokens fall. A script entry can also
-be an HTTP error (with a Retry-After), a slow answer, a stream that stalls, a
-stream made by hand (`stream_of`), or any raw body at all.
+arguments mid-token, the way a real model's tokens fall. It speaks as the real
+servers do: `id`, `created` and `model` on every reply and chunk, `finish_reason`
+"tool_calls" for calls, and (`verbose=True`, as llama.cpp's Python server does)
+every delta repeating its call's id and name, with absent fields as explicit nulls.
+Like that server, it refuses an assistant message whose `content` is null (HTTP 500,
+a validation error). A script entry can also be an HTTP error (with a Retry-After),
+a redirect, a slow answer, a stream that stalls, is cut short or is empty, keep-alives,
+a stream made by hand (`stream_of`), or any raw body at all.
 
 It is a real `http.server` on 127.0.0.1, on a free port, in a thread. No model,
 no network beyond this machine.
@@ -21,14 +26,16 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 PIECE = 3  # characters per streamed piece: small enough to split words and JSON tokens
+CREATED = 1700000000  # a fixed time, so what the server sends is the same every run
 
 
 def reply(content: str | None = None, calls=(), usage=(20, 5), delay: float = 0.0, stall_after: int | None = None,
-          pause: float = 0.0) -> dict:
+          pause: float = 0.0, finish: str | None = None, verbose: bool = False, cut_after: int | None = None) -> dict:
     """A scripted answer: words, tool calls [(name, arguments JSON text)], and what it cost.
 
     `delay` waits before answering; `pause` waits between streamed events; `stall_after`
-    stops a stream after that many events until the server is closed.
+    stops a stream after that many events until the server is closed; `cut_after` ends
+    it there, without [DONE]. `finish` is the finish_reason ("length": cut off).
     """
     message = {"role": "assistant", "content": content}
     if calls:
@@ -36,7 +43,8 @@ def reply(content: str | None = None, calls=(), usage=(20, 5), delay: float = 0.
                                  for i, (n, a) in enumerate(calls)]
     return {"message": message, "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1],
                                           "total_tokens": sum(usage)},
-            "delay": delay, "pause": pause, "stall_after": stall_after}
+            "delay": delay, "pause": pause, "stall_after": stall_after, "cut_after": cut_after,
+            "finish": finish or ("tool_calls" if calls else "stop"), "verbose": verbose}
 
 
 def error(status: int, message: str = "scripted failure", retry_after: str | None = None) -> dict:
@@ -44,41 +52,90 @@ def error(status: int, message: str = "scripted failure", retry_after: str | Non
     return {"status": status, "message": message, "retry_after": retry_after}
 
 
-def raw(text: str) -> dict:
+def moved(status: int, location: str) -> dict:
+    """A scripted redirect to `location`."""
+    return {"status": status, "location": location}
+
+
+def raw(text: str, content_type: str = "text/html") -> dict:
     """A scripted 200 answer with exactly this body: a web page, say, or a hand-made stream."""
-    return {"raw": text}
+    return {"raw": text, "content_type": content_type}
 
 
-def stream_of(*deltas: dict) -> dict:
+def keep_alives(count: int, pause: float) -> dict:
+    """A stream that sends only keep-alive comments, `pause` seconds apart, then ends cut short."""
+    return {"keep_alives": count, "pause": pause}
+
+
+def stream_of(*deltas: dict, done: bool = True) -> dict:
     """A scripted stream made by hand: one chunk per delta, as server-sent events, then [DONE]."""
-    events = [{"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": d}]} for d in deltas]
-    return raw("".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n")
+    events = [chunk(d) for d in deltas]
+    end = "data: [DONE]\n\n" if done else ""
+    return raw("".join(f"data: {json.dumps(e)}\n\n" for e in events) + end, "text/event-stream")
 
 
-def chunks(message: dict, usage: dict | None, piece: int = PIECE) -> list[dict]:
+def chunk(delta: dict | None, finish=None, usage=None, model: str = "stand-in") -> dict:
+    """One chunk of a stream, with the fields every real server sends."""
+    choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
+    out = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": CREATED, "model": model,
+           "choices": choices}
+    if usage is not None:
+        out["usage"] = usage
+    return out
+
+
+def chunks(message: dict, usage: dict | None, piece: int = PIECE, finish: str | None = None,
+           verbose: bool = False, model: str = "stand-in") -> list[dict]:
     """A whole reply message cut into the chunks of a stream, `piece` characters at a time."""
-    def chunk(delta, finish=None):
-        return {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-    out = [chunk({"role": "assistant", "content": ""})]
+    def delta(**fields):
+        if verbose:  # every field present, null when absent, as llama.cpp's Python server sends them
+            return {"role": None, "content": None, "tool_calls": None, **fields}
+        return fields
+
+    out = [chunk(delta(role="assistant", content=""), model=model)]
     text = message.get("content") or ""
-    out += [chunk({"content": text[i:i + piece]}) for i in range(0, len(text), piece)]
+    out += [chunk(delta(content=text[i:i + piece]), model=model) for i in range(0, len(text), piece)]
     for i, call in enumerate(message.get("tool_calls", [])):
         name, args = call["function"]["name"], call["function"]["arguments"]
-        out.append(chunk({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
-                                          "function": {"name": name, "arguments": ""}}]}))
-        out += [chunk({"tool_calls": [{"index": i, "function": {"arguments": args[j:j + piece]}}]})
-                for j in range(0, len(args), piece)]
-    out.append(chunk({}, "tool_calls" if message.get("tool_calls") else "stop"))
+        first = {"index": i, "id": call["id"], "type": "function", "function": {"name": name, "arguments": ""}}
+        out.append(chunk(delta(tool_calls=[first]), model=model))
+        for j in range(0, len(args), piece):
+            bit = {"index": i, "function": {"arguments": args[j:j + piece]}}
+            if verbose:  # the id and the name again, in every piece
+                bit = {**first, "function": {"name": name, "arguments": args[j:j + piece]}}
+            out.append(chunk(delta(tool_calls=[bit]), model=model))
+    out.append(chunk(delta(), finish or ("tool_calls" if message.get("tool_calls") else "stop"), model=model))
     if usage is not None:
-        out.append({"object": "chat.completion.chunk", "choices": [], "usage": usage})
+        out.append(chunk(None, usage=usage, model=model))
     return out
+
+
+def whole(message: dict, usage: dict, finish: str, model: str = "stand-in") -> dict:
+    """A whole reply, with the fields every real server sends."""
+    return {"id": "chatcmpl-1", "object": "chat.completion", "created": CREATED, "model": model,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage}
+
+
+def null_content(body: dict) -> str | None:
+    """What llama.cpp's Python server says of a request with an assistant content of null, or None."""
+    for i, m in enumerate(body.get("messages", [])):
+        if m.get("role") == "assistant" and "content" in m and m["content"] is None:
+            kinds = [("System", "literal_error", "role", "\"Input should be 'system'\""),
+                     ("User", "literal_error", "role", "\"Input should be 'user'\""),
+                     ("Assistant", "string_type", "content", "'Input should be a valid string'"),
+                     ("Tool", "literal_error", "role", "\"Input should be 'tool'\""),
+                     ("Tool", "missing", "tool_call_id", "'Field required'")]
+            lines = [f"  {{'type': '{kind}', 'loc': ('body', 'messages', {i}, 'ChatCompletionRequest{name}Message', "
+                     f"'{field}'), 'msg': {msg}, 'input': None}}" for name, kind, field, msg in kinds]
+            return f"{len(lines)} validation errors:\n" + "\n".join(lines) + "\n\n  File \"app.py\", line 376"
+    return None
 
 
 class Server:
     """The running stand-in: its url, what it was sent, and whether a client hung up on a stream."""
 
     def __init__(self, script: list[dict]):
-        self.script, self.requests, self.headers = list(script), [], []
+        self.script, self.requests, self.headers, self.sent = list(script), [], [], []
         self.hung_up = threading.Event()  # a client closed the connection while we were streaming
         self.closing = threading.Event()
         self.lock = threading.Lock()
@@ -86,15 +143,20 @@ class Server:
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
                 with outer.lock:
                     outer.requests.append(body)
                     outer.headers.append(dict(self.headers))
                     entry = outer.script.pop(0) if outer.script else error(500, "the script has no more replies")
+                refused = null_content(body)
+                if refused is not None:
+                    entry = error(500, refused)
                 try:
                     outer.answer(self, body, entry)
                 except (BrokenPipeError, ConnectionResetError):
                     outer.hung_up.set()
+
+            do_GET = do_POST  # a client that follows a redirect with a GET finds the script too
 
             def log_message(self, *args):  # quiet: the tests read what matters from the Server
                 pass
@@ -105,25 +167,38 @@ class Server:
         threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True).start()  # quick to shut down
 
     def answer(self, handler, body: dict, entry: dict) -> None:
+        if "location" in entry:
+            return send(handler, entry["status"], "", "text/plain", {"Location": entry["location"]})
         if "status" in entry:
             said = json.dumps({"error": {"message": entry["message"], "type": "scripted"}})
             retry = {} if entry["retry_after"] is None else {"Retry-After": entry["retry_after"]}
             return send(handler, entry["status"], said, "application/json", retry)
         if "raw" in entry:
-            return send(handler, 200, entry["raw"], "text/html")
+            return send(handler, 200, entry["raw"], entry["content_type"])
+        if "keep_alives" in entry:
+            start_stream(handler)
+            for _ in range(entry["keep_alives"]):
+                handler.wfile.write(b": keep-alive\r\n\r\n")
+                handler.wfile.flush()
+                if self.closing.wait(entry["pause"]):
+                    return
+            return
         self.closing.wait(entry["delay"])
+        model = body.get("model", "stand-in")
         if not body.get("stream"):
-            whole = {"object": "chat.completion", "model": body.get("model"), "usage": entry["usage"],
-                     "choices": [{"index": 0, "message": entry["message"], "finish_reason": "stop"}]}
-            return send(handler, 200, json.dumps(whole), "application/json")
-        usage = entry["usage"] if body.get("stream_options", {}).get("include_usage") else None
-        handler.send_response(200)
-        handler.send_header("Content-Type", "text/event-stream")
-        handler.end_headers()  # no length: the stream ends when the server closes the connection
+            said = whole(entry["message"], entry["usage"], entry["finish"], model)
+            self.sent.append(said)
+            return send(handler, 200, json.dumps(said), "application/json")
+        usage = entry["usage"] if (body.get("stream_options") or {}).get("include_usage") else None
+        start_stream(handler)
         handler.wfile.write(b": a comment line, which clients must skip\r\n\r\n")
-        for n, c in enumerate(chunks(entry["message"], usage)):
+        for n, c in enumerate(chunks(entry["message"], usage, finish=entry["finish"], verbose=entry["verbose"],
+                                     model=model)):
             if n == entry["stall_after"]:
                 self.closing.wait()
+            if n == entry["cut_after"]:
+                return  # the connection closes: no [DONE]
+            self.sent.append(c)
             handler.wfile.write(b"data: " + json.dumps(c).encode() + b"\r\n\r\n")
             self.closing.wait(entry["pause"])
         handler.wfile.write(b"data: [DONE]\r\n\r\n")
@@ -134,9 +209,15 @@ class Server:
         self.httpd.server_close()
 
 
+def start_stream(handler) -> None:
+    handler.send_response(200)
+    handler.send_header("Content-Type", "text/event-stream")
+    handler.end_headers()  # no length: the stream ends when the server closes the connection
+
+
 def send(handler, status: int, text: str, content_type: str, headers: dict | None = None) -> None:
     """Answer with a whole body."""
-    data = text.encode()
+    data = text.encode("utf-8", "surrogatepass")
     handler.send_response(status)
     for name, value in {"Content-Type": content_type, "Content-Length": str(len(data)), **(headers or {})}.items():
         handler.send_header(name, value)

@@ -1,5 +1,6 @@
 """The LLM brain against a stand-in model server on 127.0.0.1: the wire, the office, every failure."""
 
+import io
 import json
 import os
 import socket
@@ -13,12 +14,13 @@ from pathlib import Path
 import pytest
 from hypothesis import given, strategies as st
 
-from llm_server import chunks, error, raw, reply, serve, stream_of
+from llm_server import chunks, error, keep_alives, moved, null_content, raw, reply, serve, stream_of
 from microagent import (agent_tool, ASSISTANT, CANCELLED, SYSTEM, TOOL, USER, Action, Agent, Context,
                         Message, approve, as_tool, decisions, deny, final_answer, scripted, story)
 from microagent.demo import QUESTION, check_policy, look_up_order, support_agent
 from microagent.memory import remembering
-from microagent.llm import (IN_WORDS, LLMError, Usage, _read_stream, chat_policy, read_actions, read_move,
+from microagent.llm import (IN_WORDS, MAX_REPLY, LLMError, Usage, Waiting, _mended, _read_stream, described, encoded,
+                            tool_spec, chat_policy, read_actions, read_move,
                             recorded, replayed, to_actions, to_messages, to_request)
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "llm_agent.py"
@@ -70,17 +72,14 @@ def test_the_request_is_the_notebook_as_chat_messages_and_the_tools_as_function_
     assert first == {
         "model": "tiny",
         "messages": [{"role": "system", "content": "You add."}, {"role": "user", "content": "2 + 3?"}],
-        "tools": [
+        "tools": [  # not final_answer: with native tool calls, a reply in words is the final answer
             {"type": "function", "function": {"name": "add", "description": "Add two whole numbers.", "parameters": {
                 "type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
-                "required": ["a", "b"]}}},
-            {"type": "function", "function": {
-                "name": "final_answer",
-                "description": "Give the final answer to the person who asked; this ends the run.",
-                "parameters": {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}}}],
+                "required": ["a", "b"]}}}],
         "temperature": 0.0,
         "stream": False,
     }
+    assert list(first)[-1] == "messages"  # last: the part that grows
     # the model's own id (call_abc0) is not kept: the id is the decision's position in the notebook
     assert second["messages"][2:] == [
         {"role": "assistant", "content": "Adding.", "tool_calls": [
@@ -149,7 +148,7 @@ def test_the_models_mistakes_come_back_to_it_as_notes_and_it_gets_to_fix_them(st
     assert ctx.last().content == "5"
     # the model read each error as the result of its own call, with the call as it sent it
     assert server.requests[1]["messages"][1:] == [
-        {"role": "assistant", "content": None, "tool_calls": [
+        {"role": "assistant", "content": "", "tool_calls": [
             {"id": "call_1", "type": "function", "function": {"name": "add", "arguments": '{"a": 2, "b": '}}]},
         {"role": "tool", "tool_call_id": "call_1", "content": errors[0]}]
 
@@ -209,9 +208,13 @@ def test_a_reply_in_words_is_the_final_answer_and_an_empty_one_is_an_error_note(
         Action("final_answer", {"answer": "It is 5."}, IN_WORDS)]
     server = stand_in(reply(""), reply("It is 5."))
     ctx = Agent(chat_policy("tiny", server.url), [add, final_answer]).run("2 + 3?").context
-    assert ctx[1].content == "(the reply was empty)"
-    assert ctx[2].content == "error: bad arguments for final_answer: missing answer (it takes: answer)"
-    assert ctx.last() == Message(TOOL, "It is 5.", name="final_answer")
+    # user, assistant (no move: nothing was said), tool (the loop's error), assistant, tool
+    assert (ctx[1].tool, ctx[1].content) == ("", "")  # no call the model never made
+    assert ctx[2].error and ctx.last() == Message(TOOL, "It is 5.", name="final_answer")
+    # the model reads what it really wrote (nothing), then what was wrong, in plain words
+    assert server.requests[1]["messages"][1:] == [
+        {"role": "assistant", "content": ""},
+        {"role": "user", "content": "error: your reply was empty: call one of the tools, or answer in words"}]
 
 
 def test_an_llm_brain_without_final_answer_among_the_tools_says_so(stand_in):
@@ -275,19 +278,20 @@ def test_streamed_calls_without_an_index_stay_apart(stand_in):
 
 
 @given(text=st.text(max_size=40), calls=st.lists(st.tuples(st.sampled_from(["add", "nope", ""]), st.text(max_size=30)),
-                                                 max_size=3), piece=st.integers(1, 7))
-def test_any_reply_cut_anywhere_gives_the_actions_the_whole_reply_gives(text, calls, piece):
+                                                 max_size=3), piece=st.integers(1, 7), verbose=st.booleans())
+def test_any_reply_cut_anywhere_gives_the_actions_the_whole_reply_gives(text, calls, piece, verbose):
     whole = reply(text, calls=calls)["message"]
-    lines = [f"data: {json.dumps(c)}\n".encode() for c in chunks(whole, None, piece)] + [b"data: [DONE]\n"]
-    stream = _read_stream(lines, "http://127.0.0.1/v1/chat/completions", 1.0)
+    lines = [f"data: {json.dumps(c)}\n".encode() for c in chunks(whole, None, piece, verbose=verbose)]
+    lines.append(b"data: [DONE]\n")
+    stream = _read_stream(io.BytesIO(b"".join(lines)), "http://127.0.0.1/v1/chat/completions", 1.0)
     pieces = []
     try:
         while True:
             pieces.append(next(stream))
     except StopIteration as end:
-        message = end.value
+        message, _usage, _finish = end.value
     assert to_actions(message) == to_actions(whole)
-    assert "".join(pieces) == text
+    assert "".join(p for p in pieces if isinstance(p, str)) == _mended(text)
 
 
 @pytest.mark.parametrize("stream", [True, False])
@@ -477,7 +481,12 @@ def test_rate_limits_and_server_errors_are_tried_again_as_the_server_asks(stand_
     server = stand_in(error(429, retry_after="7"), error(503), error(502, retry_after="3600"), reply("made it"))
     waits = []
     events, actions = ask(chat_policy("tiny", server.url, retries=3, sleep=instant(waits)))
-    assert waits == [7.0, 2.0, 60.0]  # Retry-After; our own backoff (1, 2, 4, ...); a huge ask is capped
+    # Retry-After; our own backoff (1, 2, 4, ...); a huge ask is capped. Each wait is taken in naps
+    # of a second at most, with a Waiting event before each, so a cancel is heard during a wait
+    assert waits == [1.0] * (7 + 2 + 60)
+    starts = [e.what for e in events if isinstance(e, Waiting) and e.what.endswith("s before trying again")]
+    assert starts[0] == "7s before trying again" and starts[7] == "2s before trying again"
+    assert starts[9] == "60s before trying again" and len(starts) == 69
     assert actions == [Action("final_answer", {"answer": "made it"}, IN_WORDS)]
     assert len(server.requests) == 4
 
@@ -537,7 +546,7 @@ def test_cancelling_mid_stream_hangs_up_and_leaves_the_notebook_whole(stand_in):
     cancel, steps = threading.Event(), []
     for step in agent.steps("tell me", cancel=cancel):
         steps.append(step)
-        if step.event is not None:
+        if isinstance(step.event, str):
             cancel.set()  # the caller has seen enough after the first piece
     assert texts(steps) == ["A l"] and steps[-1].stop == CANCELLED
     assert steps[-1].context == Context((Message(USER, "tell me"),))  # nothing half written
@@ -550,7 +559,8 @@ def test_cancelling_mid_stream_hangs_up_and_leaves_the_notebook_whole(stand_in):
 def test_a_caller_who_stops_pulling_steps_hangs_up_too(stand_in):
     server = stand_in(reply("A long answer that takes a while to write, piece by piece.", pause=0.05))
     steps = Agent(chat_policy("tiny", server.url), [final_answer]).steps("tell me")
-    assert next(steps).event == "A l"
+    # a comment, then the first chunk (no words yet), then the first words
+    assert [next(steps).event for _ in range(3)] == [Waiting("a keep-alive"), Waiting("the reply goes on"), "A l"]
     steps.close()  # a browser tab closed, say: no cancel signal, the steps just stop being pulled
     assert server.hung_up.wait(5)
 
@@ -578,9 +588,9 @@ def test_without_native_tools_the_tools_are_described_in_the_prompt(stand_in):
     assert "tools" not in first
     system = first["messages"][0]
     assert system["role"] == "system" and system["content"].startswith("You add.\n\nYou work by calling tools.")
-    assert '- add: Add two whole numbers. {"type": "object"' in system["content"]
+    assert '- add: Add two whole numbers. {"type":"object"' in system["content"]
     assert second["messages"][2:] == [
-        {"role": "assistant", "content": '{"tool": "add", "args": {"a": 2, "b": 3}, "reasoning": "sum it"}'},
+        {"role": "assistant", "content": '{"tool":"add","args":{"a":2,"b":3},"reasoning":"sum it"}'},
         {"role": "user", "content": "add returned: 5"}]
 
 
@@ -590,7 +600,9 @@ def test_reading_a_json_move_is_forgiving_but_never_guesses():
     assert read_move('{"tool": "add", "args": "{\\"a\\": 1}"}') == Action("add", '{"a": 1}')  # args as text: kept
     assert read_move("The answer is 5.") == Action("final_answer", {"answer": "The answer is 5."}, IN_WORDS)
     unreadable = read_move('{"tool": "add", "args": {"a": 1,}}')
-    assert unreadable.tool == "" and "not one JSON object with a tool" in unreadable.reasoning
+    assert unreadable == Action("", {"problem": "your reply was not one JSON object with a tool: reply with one JSON "
+                                                'object with a tool: {"tool": ..., "args": {...}, "reasoning": ...}'},
+                                '{"tool": "add", "args": {"a": 1,}}')  # what the model wrote, kept as it was
 
 
 def test_a_json_move_whose_reasoning_is_null_has_no_reasoning(stand_in):
@@ -604,8 +616,12 @@ def test_a_json_move_whose_reasoning_is_null_has_no_reasoning(stand_in):
 def test_an_unreadable_json_move_becomes_an_error_note_the_model_reads(stand_in):
     server = stand_in(reply('{"tool": "add", "args": {"a": 1,}}'), reply('{"tool": "final_answer", "args": {"answer": "?"}}'))
     ctx = Agent(chat_policy("tiny", server.url, native_tools=False), [add, final_answer]).run("1 + ?").context
-    assert ctx[2].content.startswith("error: there is no tool named ''; the tools are: add, final_answer")
-    assert server.requests[1]["messages"][-1]["content"].startswith(" returned: error: there is no tool")
+    assert ctx[1].content == '{"tool": "add", "args": {"a": 1,}}' and ctx[2].error
+    # the model reads back exactly what it wrote, then what was expected of it
+    assert server.requests[1]["messages"][2:] == [
+        {"role": "assistant", "content": '{"tool": "add", "args": {"a": 1,}}'},
+        {"role": "user", "content": "error: your reply was not one JSON object with a tool: reply with one JSON "
+                                    'object with a tool: {"tool": ..., "args": {...}, "reasoning": ...}'}]
 
 
 # --- record a live run, replay it offline ----------------------------------------------------
@@ -644,7 +660,6 @@ def test_recording_keeps_every_decision_inside_or_outside_remembering(tmp_path):
     assert read_actions(outside) == decisions(ctx)  # all 7
     Agent(remembering(recorded(live(), inside), keep=2), [add, final_answer]).run("count")
     assert read_actions(inside) == decisions(ctx)  # the summary keeps what it folded: nothing is lost
-
 
 def test_a_broken_recording_says_which_line(tmp_path):
     path = tmp_path / "run.jsonl"
@@ -713,3 +728,467 @@ def test_the_readme_llm_snippet_runs_as_written_against_a_server(stand_in):
     names = {}
     exec(compile(code, "README.md", "exec"), names)
     assert names["said"] == support_agent().answer(QUESTION)
+
+
+# --- settings the servers need --------------------------------------------------------------
+
+def test_tool_choice_max_tokens_and_extra_fields_are_sent_as_given(stand_in):
+    server = stand_in(reply("hi"), reply("hi"))
+    ask(chat_policy("tiny", server.url, tool_choice="required", max_tokens=256, extra={"cache_prompt": True}))
+    ask(chat_policy("tiny", server.url))
+    first, plain = server.requests
+    assert (first["tool_choice"], first["max_tokens"], first["cache_prompt"]) == ("required", 256, True)
+    assert not {"tool_choice", "max_tokens", "cache_prompt"} & set(plain)  # left out: the server's defaults
+    forced = {"type": "function", "function": {"name": "final_answer"}}
+    assert to_request(Context((Message(USER, "hi"),)), (final_answer,), "m", tool_choice=forced)["tool_choice"] == forced
+    # without native tools there is nothing to choose from, so no tool_choice goes out
+    assert "tool_choice" not in to_request(Context((Message(USER, "hi"),)), (final_answer,), "m", native=False,
+                                           tool_choice="required")
+
+
+@pytest.mark.parametrize("setting, problem", [
+    ({"max_tokens": 0}, "max_tokens must be a whole number above 0 (or None: the server's limit), not 0"),
+    ({"max_tokens": True}, "max_tokens must be a whole number above 0 (or None: the server's limit), not True"),
+    ({"tool_choice": 1}, 'tool_choice is "auto", "required", "none" or a dict, as the server takes it, not 1'),
+    ({"extra": {"model": "x", "stream": False}}, "extra may not set model, stream: the brain writes those"),
+    ({"extra": {"when": object}}, "extra must hold plain JSON values"),
+    ({"response_format": "json"}, "response_format is one of json_schema, json_object, or None, not 'json'"),
+    ({"response_format": "json_schema"}, "response_format describes a move as JSON text: it goes with native_tools"),
+])
+def test_settings_for_the_server_that_cannot_work_are_refused_up_front(setting, problem):
+    with pytest.raises(ValueError) as e:
+        chat_policy("tiny", "http://127.0.0.1:1/v1", **setting)
+    assert str(e.value).startswith(problem)
+
+
+@pytest.mark.parametrize("form", ["json_schema", "json_object"])
+def test_json_mode_can_send_the_schema_of_a_move_in_the_form_the_server_takes(stand_in, form):
+    server = stand_in(reply('{"tool": "add", "args": {"a": 1, "b": 1}, "reasoning": "sum"}'),
+                      reply('{"tool": "final_answer", "args": {"answer": "2"}, "reasoning": "done"}'))
+    agent = Agent(chat_policy("tiny", server.url, native_tools=False, response_format=form), [add, final_answer])
+    assert agent.answer("1 + 1?") == "2"
+    schema = {"anyOf": [
+        {"type": "object", "properties": {"tool": {"const": "add"}, "args": add.schema, "reasoning": {"type": "string"}},
+         "required": ["tool", "args", "reasoning"], "additionalProperties": False},
+        {"type": "object", "properties": {"tool": {"const": "final_answer"}, "args": final_answer.schema,
+                                          "reasoning": {"type": "string"}},
+         "required": ["tool", "args", "reasoning"], "additionalProperties": False}]}
+    expected = ({"type": "json_schema", "json_schema": {"name": "move", "schema": schema}} if form == "json_schema"
+                else {"type": "json_object", "schema": schema})
+    assert server.requests[0]["response_format"] == expected
+    assert "tools" not in server.requests[0]
+
+
+# --- every reply read honestly ----------------------------------------------------------------
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_reply_cut_off_by_the_token_limit_is_an_error_note_not_an_answer(stand_in, stream):
+    server = stand_in(reply("The refund policy says that", finish="length", usage=(20, 8)), reply("Yes."))
+    agent = Agent(chat_policy("tiny", server.url, stream=stream, max_tokens=8), [add, final_answer])
+    ctx = agent.run("refund?").context
+    # user, assistant (no move: what it wrote so far), tool (the loop's error), assistant, tool
+    assert (ctx[1].tool, ctx[1].content) == ("", "The refund policy says that") and ctx[2].error
+    assert ctx.last() == Message(TOOL, "Yes.", name="final_answer")
+    assert server.requests[1]["messages"][1:] == [
+        {"role": "assistant", "content": "The refund policy says that"},
+        {"role": "user", "content": "error: your reply was cut off at 8 tokens, before it was whole: "
+                                    "write a shorter one"}]
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_tool_call_cut_off_by_the_token_limit_is_no_move_either(stand_in, stream):
+    server = stand_in(reply(calls=[("add", '{"a": 2, "b"')], finish="length", usage=(20, 8)), reply("5"))
+    ctx = Agent(chat_policy("tiny", server.url, stream=stream), [add, final_answer]).run("2 + 3?").context
+    # user, assistant (no move: nothing in words, the call half written), tool (the loop's error), assistant, tool
+    assert (ctx[1].tool, ctx[1].content) == ("", "") and ctx[2].error and ctx.last().content == "5"
+    assert server.requests[1]["messages"][-1]["content"].startswith("error: your reply was cut off at 8 tokens")
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_an_empty_json_mode_reply_says_what_was_expected(stand_in, stream):
+    server = stand_in(reply(None), reply('{"tool": "final_answer", "args": {"answer": "2"}, "reasoning": "ok"}'))
+    ctx = Agent(chat_policy("tiny", server.url, stream=stream, native_tools=False), [final_answer]).run("1 + 1?").context
+    assert ctx.last().content == "2"
+    assert server.requests[1]["messages"][-1] == {
+        "role": "user", "content": "error: your reply was empty: reply with one JSON object with a tool: "
+                                   '{"tool": ..., "args": {...}, "reasoning": ...}'}
+
+
+def test_an_answer_in_words_goes_back_as_the_words_the_model_wrote(stand_in):
+    server = stand_in(reply("It is 5."), reply("It is 7."))
+    agent = Agent(chat_policy("tiny", server.url), [add, final_answer])
+    first = agent.run("2 + 3?").context
+    agent.run("and 3 + 4?", context=first)
+    # user, assistant (its words, not a final_answer call it never made), user
+    assert server.requests[1]["messages"] == [
+        {"role": "user", "content": "2 + 3?"}, {"role": "assistant", "content": "It is 5."},
+        {"role": "user", "content": "and 3 + 4?"}]
+
+
+def test_a_stream_cut_before_done_is_an_error_and_never_an_answer(stand_in):
+    server = stand_in(reply("Good news: your refund is on its way", cut_after=4),
+                      reply(calls=[("add", '{"a": 1, "b": 1}')], cut_after=5))
+    for _ in range(2):  # cut mid-words, and mid-call
+        with pytest.raises(LLMError, match=r"stopped mid-reply: the stream ended before data: \[DONE\], so the reply "
+                                           r"may not be whole; try again, or try stream=False"):
+            ask(chat_policy("tiny", server.url), (add, final_answer))
+
+
+def test_an_empty_stream_says_so_and_suggests_stream_false(stand_in):
+    server = stand_in(raw("", "text/event-stream"), keep_alives(2, 0.0))
+    for _ in range(2):  # nothing at all; only keep-alives
+        with pytest.raises(LLMError, match="ended the stream without a reply: the server may not stream this "
+                                           "request; try stream=False"):
+            ask(chat_policy("tiny", server.url))
+
+
+# --- server errors say what is wrong ------------------------------------------------------------
+
+def test_a_validation_error_is_not_tried_again_and_its_point_is_shown(stand_in):
+    refused = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": None}]}
+    server = stand_in(error(500, null_content(refused)), reply("never asked"))  # what llama.cpp's server says
+    with pytest.raises(LLMError) as e:
+        ask(chat_policy("tiny", server.url, sleep=instant([])))
+    assert len(server.requests) == 1  # a request the server rejects as malformed is rejected every time
+    # of the five errors, the four about kinds of message it is not drop out
+    assert "(the server said: 5 validation errors; what matters: messages.1.ChatCompletionRequestAssistantMessage." \
+           "content: Input should be a valid string)" in str(e.value)
+    assert "try again later" not in str(e.value) and "so it was not tried again" in str(e.value)
+
+
+def test_the_same_server_error_twice_is_not_tried_a_third_time(stand_in):
+    server = stand_in(error(500, "bad template"), error(500, "bad template"), reply("never asked"))
+    with pytest.raises(LLMError, match=r"HTTP 500, still after 2 tries \(the server said: bad template\): the "
+                                       r"server rejects this request as it is"):
+        ask(chat_policy("tiny", server.url, retries=5, sleep=instant([])))
+    assert len(server.requests) == 2
+
+
+def test_a_context_that_is_too_long_gets_the_right_hint(stand_in):
+    server = stand_in(error(400, "Requested tokens (5000) exceed context window of 2048"))
+    with pytest.raises(LLMError) as e:
+        ask(chat_policy("tiny", server.url))
+    assert "the notebook is longer than the model's context" in str(e.value)
+    assert "microagent.memory" in str(e.value) and "native_tools" not in str(e.value)
+
+
+# --- the key and the wire, under a hostile server -------------------------------------------------
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_a_redirect_is_refused_and_the_key_never_reaches_the_other_host(stand_in, status):
+    elsewhere = stand_in(reply("I got your key"))
+    server = stand_in(moved(status, elsewhere.url + "/chat/completions"))
+    with pytest.raises(LLMError) as e:
+        ask(chat_policy("tiny", server.url, api_key="sk-secret-key"))
+    assert str(e.value).startswith(f"{server.url}/chat/completions redirected the request (HTTP {status}) to "
+                                   f"{elsewhere.url}/chat/completions: it was not followed")
+    assert elsewhere.requests == [] and elsewhere.headers == []  # nothing went there: no key, no notebook
+
+
+KEY = "sk-proj-" + "k" * 36  # 44 characters, as OpenAI's keys are
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_key_in_any_error_text_is_blanked_before_it_is_cut(stand_in, stream):
+    cut_through_the_key = "x" * 180 + KEY + " more words"  # the key straddles character 200
+    in_a_reply = (raw(f'data: {json.dumps({"error": cut_through_the_key})}\n\n', "text/event-stream") if stream
+                  else raw(json.dumps({"error": {"message": cut_through_the_key}}), "application/json"))
+    entries = [error(400, cut_through_the_key), error(500, cut_through_the_key), in_a_reply]
+    server = stand_in(*entries)
+    for _ in entries:
+        with pytest.raises(LLMError) as e:
+            ask(chat_policy("tiny", server.url, api_key=KEY, stream=stream, retries=0))
+        assert "[the key]" in str(e.value)
+        assert not any(KEY[i:i + 8] in str(e.value) for i in range(len(KEY) - 8))  # no piece of it either
+
+
+@pytest.mark.parametrize("key", [KEY + "\n", KEY + " ", "sk-ключ-1234"])
+def test_a_malformed_key_is_refused_up_front_without_showing_it(key, monkeypatch):
+    monkeypatch.setenv("A_KEY_FROM_DOTENV", key)
+    for setting in ({"api_key": key}, {"api_key_env": "A_KEY_FROM_DOTENV"}):
+        with pytest.raises(ValueError) as e:
+            chat_policy("tiny", "http://127.0.0.1:1/v1", **setting)
+        assert "a space, a line break or a character outside plain ASCII" in str(e.value)
+        assert key.strip() not in str(e.value) and "1234" not in str(e.value)
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+def test_json_nested_absurdly_deep_is_an_llm_error_or_an_error_note(stand_in, tmp_path):
+    server = stand_in(raw(DEEP, "application/json"), raw(f"data: {DEEP}\n\n", "text/event-stream"),
+                      reply('{"tool": "add", "args": ' + DEEP + "}"), reply('{"tool": "final_answer", "args": '
+                                                                           '{"answer": "ok"}}'))
+    for stream in (False, True):  # a whole reply; a stream line
+        with pytest.raises(LLMError, match="sent a reply nested too deeply to read"):
+            ask(chat_policy("tiny", server.url, stream=stream))
+    ctx = Agent(chat_policy("tiny", server.url, native_tools=False, stream=False), [add, final_answer]).run("?").context
+    assert ctx[1].tool == "" and ctx[2].error and ctx.last().content == "ok"  # the model's move: an error note
+    for depth in range(900, 1000, 5):  # deep enough to read back, maybe too deep to write out again
+        assert read_move('{"tool": "add", "args": ' + "[" * depth + "]" * depth + "}").tool in ("add", "")
+    nested = []
+    for _ in range(5000):  # an object a server's own parser let through: arguments too deep to write out
+        nested = [nested]
+    call = to_actions({"tool_calls": [{"function": {"name": "add", "arguments": nested}}]})[0]
+    assert call.args == "(arguments nested too deeply to write out)"  # the loop: "not valid JSON", an error note
+    path = tmp_path / "deep.jsonl"
+    path.write_text('{"tool": "add", "args": ' + DEEP + ', "reasoning": ""}\n')
+    with pytest.raises(ValueError, match="deep.jsonl, line 1: not a recorded action"):
+        read_actions(path)
+
+
+def test_cancel_is_heard_while_a_stream_sends_only_pieces_of_a_tool_call(stand_in):
+    long_call = json.dumps({"order_id": "A1234" * 200})  # a thousand pieces, 0.05 s apart: 50 s in all
+    server = stand_in(reply(calls=[("look_up_order", long_call)], pause=0.05))
+    cancel, steps = threading.Event(), []
+    start = time.monotonic()
+    for step in support_agent(policy=chat_policy("tiny", server.url)).steps(QUESTION, cancel=cancel):
+        steps.append(step)
+        if isinstance(step.event, Waiting) and step.event.what == "a call to look_up_order":
+            cancel.set()
+    assert steps[-1].stop == CANCELLED and len(steps[-1].context) == 1  # the question, nothing half decided
+    assert time.monotonic() - start < 30  # long before the stream would have ended
+    assert server.hung_up.wait(10)
+
+
+def test_cancel_is_heard_while_a_stream_sends_only_keep_alives(stand_in):
+    server = stand_in(keep_alives(1000, 0.05))
+    cancel, steps = threading.Event(), []
+    for step in Agent(chat_policy("tiny", server.url), [final_answer]).steps("?", cancel=cancel):
+        steps.append(step)
+        if step.event == Waiting("a keep-alive"):
+            cancel.set()
+    assert steps[-1].stop == CANCELLED and [s.event for s in steps[:-1]] == [Waiting("a keep-alive")]
+    assert server.hung_up.wait(10)
+
+
+def test_cancel_is_heard_during_a_wait_the_server_asked_for(stand_in):
+    server = stand_in(error(429, retry_after="30"), reply("too late"))
+    cancel, steps = threading.Event(), []
+    start = time.monotonic()
+    for step in Agent(chat_policy("tiny", server.url), [final_answer]).steps("?", cancel=cancel):
+        steps.append(step)
+        if isinstance(step.event, Waiting):
+            cancel.set()
+    assert steps[-1].stop == CANCELLED and len(server.requests) == 1  # no request after the cancel
+    assert time.monotonic() - start < 20  # not the 30 s asked for
+
+
+@pytest.mark.parametrize("header", ["nan", "-nan", "inf", "-5"])
+def test_a_retry_after_that_is_not_a_sane_number_is_not_a_crash(stand_in, header):
+    server = stand_in(error(503, retry_after=header), reply("made it"))
+    waits = []
+    events, actions = ask(chat_policy("tiny", server.url, sleep=instant(waits)))
+    assert actions[0].args == '{"answer": "made it"}'
+    assert waits == {"nan": [1.0], "-nan": [1.0], "inf": [1.0] * 60, "-5": []}[header]
+
+
+def test_an_emoji_split_between_two_chunks_arrives_whole_and_can_be_recorded(stand_in, tmp_path):
+    server = stand_in(stream_of({"content": "ok \ud83d"}, {"content": "\ude00 done"}),
+                      stream_of({"content": "lone \ud83d"}))
+    steps = list(Agent(recorded(chat_policy("tiny", server.url), tmp_path / "run.jsonl"), [final_answer]).steps("?"))
+    assert "".join(texts(steps)) == "ok 😀 done" and texts(steps)[0] == "ok "  # the half waited for the other
+    assert read_actions(tmp_path / "run.jsonl")[0].args == '{"answer": "ok 😀 done"}'
+    ctx = Agent(recorded(chat_policy("tiny", server.url), tmp_path / "lone.jsonl"), [final_answer]).run("?").context
+    assert ctx.last().content == "lone \ufffd"  # a half with no other half is shown as what it is: broken
+    lone = Agent(recorded(scripted(Action("final_answer", {"answer": "half \ud83d"})), tmp_path / "any.jsonl"),
+                 [final_answer])
+    assert lone.run("?").context.last().content == "half \ud83d"  # any brain's half emoji is written, not a crash
+    assert read_actions(tmp_path / "any.jsonl")[0].args == json.dumps({"answer": "half \ud83d"}, ensure_ascii=False)
+
+
+def test_reading_a_json_move_is_linear_in_the_length_of_the_reply(monkeypatch):
+    tries = []
+    real = json.JSONDecoder.raw_decode
+    monkeypatch.setattr(json.JSONDecoder, "raw_decode", lambda self, s, idx=0: tries.append(idx) or real(self, s, idx))
+    for text in ["{" * 400_000, '{"' * 200_000, '{"a": 1} ' * 50_000]:
+        tries.clear()
+        assert read_move(text).tool == ""
+        assert len(tries) <= 50_001 if text.startswith('{"a"') else len(tries) <= 20  # once per object, not per "{"
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_reply_past_the_size_cap_is_refused_not_read_whole(stand_in, stream):
+    big = " " * (MAX_REPLY + 10)
+    server = stand_in(raw("data: " + big + "\n\n" if stream else big, "text/event-stream" if stream else "text/html"))
+    with pytest.raises(LLMError, match=r"sent a reply of more than 8 MiB \(MAX_REPLY\): it was not read"):
+        ask(chat_policy("tiny", server.url, stream=stream))
+
+
+# --- the stand-in speaks like the real servers: an independent client agrees ---------------------
+
+@pytest.mark.parametrize("verbose", [False, True])
+@pytest.mark.parametrize("stream", [True, False])
+def test_every_reply_and_chunk_of_the_stand_in_passes_the_official_clients_strict_validation(stand_in, stream, verbose):
+    from openai.types.chat import ChatCompletion, ChatCompletionChunk  # a dev dependency: an outside oracle
+    server = stand_in(*[dict(r, verbose=verbose) for r in office_replies(final_as_words=True)],
+                      reply("cut", finish="length", verbose=verbose))
+    support_agent(policy=chat_policy("stand-in", server.url, stream=stream)).run(QUESTION)
+    ask(chat_policy("stand-in", server.url, stream=stream))
+    kind = ChatCompletionChunk if stream else ChatCompletion
+    assert len(server.sent) > (20 if stream else 4)
+    for sent in server.sent:
+        kind.model_validate(sent, strict=True)
+    finishes = [c["finish_reason"] for s in server.sent for c in s["choices"] if c.get("finish_reason")]
+    assert finishes == ["tool_calls"] * 3 + ["stop", "length"]
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_the_four_turn_refund_runs_against_the_stand_in_speaking_like_llama_cpp(stand_in, stream):
+    by_rules = support_agent().run(QUESTION).context
+    replies = [dict(r, verbose=True) for r in office_replies(final_as_words=False)]
+    for r in replies:  # a model that calls tools writes no words with them, as small local models do
+        r["message"]["content"] = None
+    server = stand_in(*replies)
+    ctx = support_agent(policy=chat_policy("stand-in", server.url, stream=stream, tool_choice="required")).run(QUESTION).context
+    assert [(m.role, m.tool, m.args) for m in ctx] == [(m.role, m.tool, m.args) for m in by_rules]
+    assert all(m["content"] == "" for r in server.requests[1:] for m in r["messages"] if m["role"] == "assistant")
+
+
+def test_the_example_passes_the_settings_a_server_needs(stand_in):
+    server = stand_in(*office_replies(final_as_words=True))
+    done = run_example("--base-url", server.url, "--model", "m", "--tool-choice", "required", "--max-tokens", "64",
+                       "--extra", '{"cache_prompt": true}')
+    assert done.returncode == 0, done.stderr
+    sent = server.requests[0]
+    assert (sent["tool_choice"], sent["max_tokens"], sent["cache_prompt"]) == ("required", 64, True)
+    server = stand_in(reply('{"tool": "final_answer", "args": {"answer": "ok"}, "reasoning": "done"}'))
+    done = run_example("--base-url", server.url, "--model", "m", "--json-tools", "--response-format", "json_object",
+                       "--tool-choice", "look_up_order")
+    assert done.returncode == 0, done.stderr
+    assert server.requests[0]["response_format"]["type"] == "json_object" and "tool_choice" not in server.requests[0]
+
+
+# --- against a real model server, when one is given (see the README) -------------------------------
+
+REAL = os.environ.get("MICROAGENT_LLM_URL")  # an OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1
+REAL_MODEL = os.environ.get("MICROAGENT_LLM_MODEL", "smollm2")
+real_server = pytest.mark.skipif(not REAL, reason="no real model server: set MICROAGENT_LLM_URL (see the README)")
+STEPS = ["look_up_order", "check_policy", "issue_refund", "final_answer"]  # the refund, in order
+
+
+def each_tool_in_turn(**settings):
+    """A brain that forces the next tool of the refund each turn (tool_choice), so a small model walks it."""
+    def policy(ctx, tools):
+        turn = STEPS[min(len(decisions(ctx)), len(STEPS) - 1)]
+        forced = {"type": "function", "function": {"name": turn}}
+        return (yield from chat_policy(REAL_MODEL, REAL, tool_choice=forced, **settings)(ctx, tools))
+    return policy
+
+
+@real_server
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_refund_office_runs_through_all_four_tools_against_a_real_server(stream):
+    steps = list(support_agent(policy=each_tool_in_turn(stream=stream, max_tokens=200, timeout=300)).steps(QUESTION))
+    ctx = steps[-1].context
+    # user, then (assistant, tool) for each of the four tools, in order. A small model may fumble the JSON
+    # of its arguments: the loop's error note is then answered with the same tool again, done right
+    called = [m.tool for m in ctx if m.is_decision]
+    assert [t for i, t in enumerate(called) if i == 0 or t != called[i - 1]] == STEPS, story(ctx)
+    assert steps[-1].stop == "done", story(ctx)
+    assert all(m.content.startswith(("error: the arguments are not valid JSON", "error: bad arguments"))
+               for m in ctx if m.error), story(ctx)
+
+
+@real_server
+def test_with_the_schema_of_a_move_every_reply_of_a_real_small_model_is_a_valid_move():
+    policy = chat_policy(REAL_MODEL, REAL, native_tools=False, response_format="json_object", max_tokens=200,
+                         stream=False, timeout=300)
+    ctx = Agent(policy, [look_up_order, check_policy, final_answer], max_steps=4).run(QUESTION).context
+    moves = [m for m in ctx if m.is_decision]
+    assert moves and all(m.tool in STEPS and not m.error for m in moves), story(ctx)
+    assert not any(m.error for m in ctx), story(ctx)
+
+
+# --- the leanest request ---------------------------------------------------------------------------
+
+@as_tool
+def refund(order_id: str, amount: float, note: str = "") -> str:
+    """Refund an order to the card it was paid with.
+
+    Args:
+        order_id: The order's id,
+            like A1234.
+        amount (float): How much, in dollars.
+
+    Returns:
+        What was refunded.
+    """
+    return f"${amount:g} refunded"
+
+
+def test_a_request_for_a_known_notebook_is_exactly_the_golden_one():
+    agent = Agent(scripted(Action("refund", {"order_id": "A1234", "amount": 79}, "it qualifies"),
+                           Action("", {"problem": "your reply was empty: call one of the tools, or answer in words"}),
+                           Action("final_answer", {"answer": "Refunded ½ of it ✓"}, IN_WORDS)),
+                  [refund, final_answer], system="You are a support agent.")
+    ctx = agent.run("Refund A1234?").context
+    golden = Path(__file__).resolve().parent / "golden"
+    for native, name in [(True, "request_native.json"), (False, "request_json_mode.json")]:
+        sent = encoded(to_request(ctx, agent.tools.values(), "tiny", native=native))
+        assert sent == (golden / name).read_bytes(), name  # compact, UTF-8, the notebook last
+
+
+def test_a_docstring_without_args_is_the_description_whole_and_args_become_parameter_descriptions():
+    summary, schema = described(add)
+    assert (summary, schema) == ("Add two whole numbers.", add.schema)  # no Args: as it was
+    spec = tool_spec(refund)["function"]
+    assert spec["description"] == "Refund an order to the card it was paid with."  # no Args:, no Returns:
+    assert spec["parameters"]["properties"] == {
+        "order_id": {"type": "string", "description": "The order's id, like A1234."},
+        "amount": {"type": "number", "description": "How much, in dollars."},
+        "note": {"type": "string"}}  # a parameter the docstring does not name has no description
+    assert refund.schema["properties"]["amount"] == {"type": "number"}  # the tool's own schema is untouched
+
+    @as_tool
+    def odd(x: int) -> str:
+        """Args:
+        nothing here but a heading, and a name that is not a parameter:
+            y: not x
+        """
+        return ""
+    assert described(odd) == (odd.description, odd.schema)  # no summary before it: the docstring, whole
+
+
+def test_final_answer_goes_out_only_when_a_tool_choice_forces_a_call_every_turn():
+    ctx = Context((Message(USER, "hi"),))
+    def names(**settings):
+        return [s["function"]["name"] for s in to_request(ctx, (add, final_answer), "m", **settings).get("tools", [])]
+    assert names() == names(tool_choice="auto") == names(tool_choice="none") == ["add"]
+    assert names(tool_choice="required") == ["add", "final_answer"]
+    assert names(tool_choice={"type": "function", "function": {"name": "final_answer"}}) == ["add", "final_answer"]
+    only_final = to_request(ctx, (final_answer,), "m", tool_choice="auto")
+    assert "tools" not in only_final and "tool_choice" not in only_final  # nothing to choose from
+
+
+moves = st.one_of(
+    st.builds(lambda a, b, why: Action("add", {"a": a, "b": b}, why), st.integers(-9, 99), st.integers(), st.text()),
+    st.builds(lambda args: Action("add", args), st.text(max_size=12)),  # broken JSON, as a model may write it
+    st.builds(lambda name: Action(name, {}), st.sampled_from(["nope", ""])),
+    st.builds(lambda words: Action("", {"problem": "your reply was empty: reply"}, words), st.text(max_size=12)),
+)
+
+
+@given(script=st.lists(moves, max_size=6), last=st.sampled_from(["words", "call", "none"]),
+       native=st.booleans(), system=st.sampled_from([None, "You add."]))
+def test_each_request_starts_with_the_whole_request_before_byte_for_byte(script, last, native, system):
+    ending = {"words": [Action("final_answer", {"answer": "done"}, IN_WORDS)],
+              "call": [Action("final_answer", {"answer": "done"}, "ok")], "none": []}[last]
+    agent = Agent(scripted(*script, *ending), [add, final_answer], system=system, max_steps=len(script) + len(ending))
+    ctx = agent.run("add things").context
+    # the notebook as it stood at each decision: what each request of the run was made from
+    asked = [Context(ctx.messages[:i]) for i, m in enumerate(ctx) if m.is_decision]
+    sent = [encoded(to_request(c, (add, final_answer), "m", native=native)) for c in asked]
+    for before, now in zip(sent[:-1], sent[1:], strict=True):
+        assert now.startswith(before[:-len(b"]}")])  # all but the closing brackets of its messages
+    # and asked again with the same notebook, it sends the same bytes
+    assert sent == [encoded(to_request(Context.from_json(c.to_json()), (add, final_answer), "m", native=native))
+                    for c in asked]
+
+
+def test_the_refund_run_sends_fewer_bytes_than_any_framework_measured():
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import request_size  # benchmarks/request_size.py, which the README quotes
+    native = request_size.measure(native=True)
+    assert sum(size for size, *_ in native) < 5_656  # LangGraph's run, the smallest of the four measured
+    assert all(reused > 0.99 for *_, reused in native[1:])  # each request reuses the one before
