@@ -64,8 +64,6 @@ class Agent:
 
     def __init__(self, policy: Callable, tools: list[Tool], *, name: str = "agent", description: str = "",
                  system: str | None = None, max_steps: int = 10):
-        if not callable(policy):
-            raise TypeError(f"policy must be a function (context, tools) -> Action, not {policy!r}")
         if not (isinstance(tools, (list, tuple)) and all(isinstance(t, Tool) for t in tools)):
             raise TypeError("tools must be a list of Tools: make one from a function with @as_tool")
         if not (type(max_steps) is int and max_steps >= 0):  # subtle: True is an int in Python

@@ -18,6 +18,7 @@ of arrays; not the rest of JSON Schema. It does not coerce ("3" is not an int).
 """
 
 import json
+import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -95,6 +96,8 @@ def _mismatch(value, schema: dict, where: str) -> str | None:
     kinds = [kinds] if isinstance(kinds, str) else kinds
     if kinds and not any(type(value) in _PY[k] for k in kinds):  # subtle: True is an int in Python, not in JSON
         return f"{where} must be {' or '.join(kinds)}, not {type(value).__name__} {value!r}"
+    if isinstance(value, float) and not math.isfinite(value):  # JSON's 1e999 reads as inf: no amount is that
+        return f"{where} must be a finite number, not {value!r}"
     if isinstance(value, dict) and "properties" in schema:  # the arguments themselves
         props = schema["properties"]
         missing = [n for n in schema.get("required", []) if n not in value]

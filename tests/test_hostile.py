@@ -205,3 +205,26 @@ def test_out_of_steps_is_said_once_however_often_the_run_is_resumed():
     assert last.stop == OUT_OF_STEPS
     assert [m.content for m in last.context if m.role == "assistant" and not m.is_decision] == [
         "out of steps: stopped after 2 turns without an answer"]
+
+
+@pytest.mark.parametrize("number", ["1e999", "-1e999", "NaN", "Infinity"])
+def test_a_number_too_large_to_be_one_is_an_error_note_and_never_a_refund_of_inf(number):
+    agent = Agent(scripted(Action("pay_now", '{"amount": %s}' % number), answer("no")), [pay_now, final_answer])
+    last = agent.run("pay")
+    assert last.context[2].error and "must be a finite number" in last.context[2].content
+
+
+@as_tool
+def pay_now(amount: float) -> str:
+    """Pay at once."""
+    return f"paid ${amount:g}"
+
+
+def test_approved_arguments_that_are_not_finite_are_refused_before_anything_is_written():
+    @as_tool(needs_approval=True)
+    def refund(amount: float) -> str:
+        """Refund an amount."""
+        return f"refunded ${amount:g}"
+    paused = Agent(scripted(Action("refund", {"amount": 79})), [refund, final_answer]).run("refund").context
+    with pytest.raises(ValueError, match="amount must be a finite number, not inf"):
+        approve(paused, by="alice", args={"amount": float("inf")}, tool=refund)

@@ -251,7 +251,8 @@ def test_03_the_rebuilt_tool_refuses_what_the_library_refuses(nb03):
     assert outcome(nb03["as_tool"], odd_hint)[0] == outcome(microagent.as_tool, odd_hint)[0] == "TypeError"
 
 
-json_values = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=3),
+json_values = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.sampled_from([float("inf"), float("nan")]),
+                        st.text(max_size=3),
                         st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=2), st.integers(), max_size=1))
 
 
@@ -312,8 +313,8 @@ def test_03_the_rebuilt_read_args_reads_and_refuses_like_the_library(nb03, text)
 
 @given(st.dictionaries(st.text(max_size=3), json_values, max_size=4))
 def test_03_the_rebuilt_read_args_reads_what_json_writes(nb03, args):
-    text = json.dumps(args)
-    assert nb03["read_args"](text) == microagent.tool.read_args(text) == args
+    text = json.dumps(args)  # compared as text again: nan, which json writes, is not equal to itself
+    assert json.dumps(nb03["read_args"](text)) == json.dumps(microagent.tool.read_args(text)) == text
 
 
 def test_03_the_exercises_pass_with_their_worked_answers(nb03):
