@@ -44,7 +44,10 @@ import importlib
 import json
 import math
 import os
+import re
 import secrets
+import select
+import socket
 import sqlite3
 import sys
 import threading
@@ -80,8 +83,8 @@ def parse(body: bytes, required: dict, optional: dict | None = None) -> dict:
     def unique(pairs):
         data = dict(pairs)
         if len(data) != len(pairs):  # found in one pass, however many keys a hostile body holds
-            raise ValueError(f"the key {next(k for k, n in Counter(k for k, _ in pairs).items() if n > 1)!r} "
-                             "appears twice")
+            twice = next(key for key, n in Counter(key for key, _ in pairs).items() if n > 1)
+            raise ValueError(f"the key {twice!r} appears twice")
         return data
 
     def refuse(constant):
@@ -112,7 +115,9 @@ def _plain(value, depth: int) -> None:
         raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
     if isinstance(value, str):
         value.encode("utf-8")  # a lone surrogate ("\\ud800") raises here
-    for item in [*value, *value.values()] if isinstance(value, dict) else value if isinstance(value, list) else ():
+    if isinstance(value, dict):
+        value = [*value, *value.values()]  # keys and values alike
+    for item in value if isinstance(value, list) else ():
         _plain(item, depth + 1)
 
 
@@ -186,6 +191,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def setup(self):
         self.timeout = self.server.client_timeout  # a client that stalls mid-request is dropped
         super().setup()
+        # subtle: the timeout above restarts with every byte, so a client that trickles its request
+        # in, a byte at a time, would hold this thread for ever; the whole request has a deadline too
+        self.deadline = threading.Timer(self.server.client_timeout, self.hang_up)
+        self.deadline.start()
+
+    def hang_up(self) -> None:
+        """The request is not whole in time: close the connection under the thread reading it."""
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def finish(self):
+        self.deadline.cancel()
+        super().finish()
 
     def log_message(self, format, *args):
         self.server.log(f"{self.address_string()} {format % args}")
@@ -201,6 +221,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.streaming = False  # once a stream has begun, a failure can only end it
         try:
             body = self.body() if method == "POST" else b""
+            self.deadline.cancel()  # the request is whole: what follows may take as long as the run
             if method == "GET" and self.path in PAGE:  # the page needs no token: it asks the person for one
                 return self.page(*PAGE[self.path])
             user = self.server.user(self.headers.get("Authorization", ""))
@@ -211,7 +232,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                       ("POST", "approvals"): self.approvals, ("POST", "resume"): self.resume}
             handler = routes.get((method, path[2] if len(path) == 3 else ""))
             if not (path[:1] == ["sessions"] and len(path) in (2, 3) and handler):
-                raise Refused(404, "no such route: the five are in the docstring of microagent/host.py")
+                raise Refused(404, "no such route: the routes are in the docstring of microagent/host.py")
             sid = path[1]
             handler(user, sid, body)
         except Refused as r:
@@ -229,13 +250,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def body(self) -> bytes:
         if "Transfer-Encoding" in self.headers:
             raise Refused(411, "send the body with a Content-Length, not chunked")
-        size = self.headers.get("Content-Length", "0")
-        if not size.isdigit():
-            raise Refused(400, "Content-Length must be a whole number of bytes")
-        if int(size) > MAX_BODY:
-            self.rfile.read(min(int(size), 1 << 20))  # read some, so the client hears the answer
+        sizes = self.headers.get_all("Content-Length", ["0"])
+        if len(sizes) != 1 or not re.fullmatch("[0-9]{1,12}", sizes[0]):  # "²".isdigit() is True
+            raise Refused(400, "send one Content-Length: a whole number of bytes")
+        size = int(sizes[0])
+        if size > MAX_BODY:
+            self.rfile.read(min(size, 1 << 20))  # read some, so the client hears the answer
             raise Refused(413, f"the body is over {MAX_BODY} bytes")
-        return self.rfile.read(int(size))
+        body = self.rfile.read(size)
+        if len(body) < size:  # the connection closed (or was closed: too slow) before the body was whole
+            raise TimeoutError
+        return body
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """What http.server refuses itself (a broken request line, an unknown method) is JSON too."""
@@ -307,7 +332,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def approvals(self, user: str, sid: str, body: bytes) -> None:
         data = parse(body, {"approval_token": str, "approve": bool}, {"reason": str, "args": dict})
-        if data["approve"] and "reason" in data or not data["approve"] and "args" in data:
+        if ("reason" if data["approve"] else "args") in data:  # a yes has no reason, a no no arguments
             raise Refused(400, 'a yes may carry "args" (edited arguments), a no a "reason"; not the other way')
         s = self.driving(user, sid)
         try:
@@ -367,6 +392,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         steps = self.server.agent.steps(context=ctx, cancel=cancel)
         while True:
+            if self.gone():
+                cancel.set()  # the client is gone: nothing new starts, what is done is kept
             # the tool call's identity: the index of the decision that the next step settles or makes
             call = len(ctx) - 2 if ctx.pending is not None else len(ctx)
             here = CALL.set(f"{sid}/{call}")
@@ -418,6 +445,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return "result", {"tool": step.result.name, "args": ran, "reasoning": step.action.reasoning,
                               "content": step.result.content, "error": step.result.error, "at": len(ctx) - 1}
         return ("thinking", {"text": step.event}) if isinstance(step.event, str) else (None, {})
+
+    def gone(self) -> bool:
+        """Has the client closed its side? Its request is whole, so a socket with something to read is at its end."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:  # reset by the client
+            return True
 
     def event(self, name: str, data: dict) -> bool:
         """Send one server-sent event; False if the client has gone."""

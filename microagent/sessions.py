@@ -90,8 +90,9 @@ class Store:
 
     def audit(self, user: str | None, sid: str | None, what: str, detail: str = "") -> None:
         """Append a line to the audit trail (the database refuses to change or delete one)."""
+        cut = [None if v is None else v[:200] for v in (user, sid, detail)]  # a stranger's 60 kB id stays short
         self._run("INSERT INTO audit (at, user, session, what, detail) VALUES (?, ?, ?, ?, ?)",
-                  (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), user, sid, what, detail))
+                  (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), cut[0], cut[1], what, cut[2]))
 
     def trail(self) -> list[tuple]:
         return self._run("SELECT at, user, session, what, detail FROM audit ORDER BY n")[0]
