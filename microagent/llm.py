@@ -106,11 +106,13 @@ def chat_policy(model: str, base_url: str = "http://localhost:11434/v1", *, api_
     the JSON Schema of a move with `native_tools=False`, for servers that constrain output.
     `timeout` bounds each wait for the server in seconds; `deadline` bounds one whole
     reply, from the server's first answer to its last byte (a reply still coming then,
-    from a model that never stops or a server that drips, is an LLMError). 429 and 5xx
+    from a model that never stops or a server that drips, is an LLMError; it is checked
+    after each read, so it may run over by up to the timeout). 429 and 5xx
     answers are tried again `retries` times, waiting as the server asks (`sleep` does
     the waiting), unless the answer says the request itself is wrong.
     The policy yields the reply's text (piece by piece when `stream`), then a Usage;
-    Waiting events stand for the pieces that are not words (keep-alives, tool calls, retries).
+    Waiting events stand for the pieces that are not words (keep-alives, tool calls, retries,
+    each read of a whole reply): each is a chance to cancel.
     """
     _check_settings(model, base_url, timeout, deadline, retries, max_tokens, tool_choice, extra, native_tools,
                     response_format)

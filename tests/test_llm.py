@@ -1150,6 +1150,9 @@ def test_the_example_passes_the_settings_a_server_needs(stand_in):
                        "--tool-choice", "look_up_order")
     assert done.returncode == 0, done.stderr
     assert server.requests[0]["response_format"]["type"] == "json_object" and "tool_choice" not in server.requests[0]
+    server = stand_in(drip(dripping_line(3000), 0.05))
+    done = run_example("--base-url", server.url, "--model", "m", "--deadline", "1")
+    assert done.returncode == 1 and "was still sending its reply at the deadline" in done.stderr
 
 
 # --- against a real model server, when one is given (see the README) -------------------------------
