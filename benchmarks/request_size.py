@@ -22,6 +22,7 @@ from llm_server import reply, serve  # noqa: E402  (the tests' stand-in server)
 
 from microagent import Agent, as_tool, final_answer  # noqa: E402
 from microagent.demo import ORDERS, QUESTION  # noqa: E402
+import microagent.llm as llm  # noqa: E402
 from microagent.llm import chat_policy  # noqa: E402
 
 INSTRUCTION = "You are a support agent."  # 24 bytes
@@ -75,18 +76,18 @@ def measure(native: bool) -> list[tuple[int, int, float, float]]:
     repeats the request before from the start, and the share of the request before so repeated."""
     server = serve(script(native))
     sent = []
-    real_open = chat_policy.__globals__["_OPENER"].open
+    real_open = llm._OPENER.open
 
     def keep(request, *args, **kwargs):  # the bytes exactly as they go on the wire
         sent.append(request.data)
         return real_open(request, *args, **kwargs)
-    chat_policy.__globals__["_OPENER"].open = keep
+    llm._OPENER.open = keep
     try:
         agent = Agent(chat_policy("stand-in", server.url, native_tools=native, stream=False),
                       [look_up_order, check_policy, issue_refund, final_answer], system=INSTRUCTION)
         agent.answer(QUESTION)
     finally:
-        chat_policy.__globals__["_OPENER"].open = real_open
+        llm._OPENER.open = real_open
         server.close()
     rows, before = [], b""
     for data in sent:

@@ -35,12 +35,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="for models without native tool calling: one JSON object per turn")
     parser.add_argument("--response-format", choices=["json_schema", "json_object"],
                         help="with --json-tools: send the JSON Schema of a move (json_schema: OpenAI's form, "
-                             "json_object: llama.cpp's)")
-    parser.add_argument("--tool-choice", help="auto, required, none, or a tool's name to force it every turn "
-                                              "(llama-cpp-python's server calls no tool unless one is named)")
+                             "a hint there, since the brain sends no \"strict\": true; json_object: llama.cpp's; "
+                             "vLLM and llama.cpp enforce it)")
+    parser.add_argument("--tool-choice", help="auto, required, none, or a tool's name: that tool is then forced on "
+                                              "EVERY turn, so the run never reaches final_answer (llama-cpp-python's "
+                                              "server calls no tool unless one is named: for a whole run there, use "
+                                              "--json-tools --response-format json_object)")
     parser.add_argument("--max-tokens", type=int, help="the most tokens one reply may take")
     parser.add_argument("--extra", type=json.loads, help='further request fields, as JSON: \'{"cache_prompt": true}\'')
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for the server (default 120)")
+    parser.add_argument("--deadline", type=float, default=300.0, help="seconds for one whole reply (default 300)")
     parser.add_argument("question", nargs="?", default=QUESTION, help="what the customer asks")
     options = parser.parse_args(argv)
 
@@ -51,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
         policy = chat_policy(options.model, options.base_url, api_key_env=options.api_key_env,
                              stream=not options.no_stream, native_tools=not options.json_tools,
                              response_format=options.response_format, tool_choice=choice,
-                             max_tokens=options.max_tokens, extra=options.extra, timeout=options.timeout)
+                             max_tokens=options.max_tokens, extra=options.extra, timeout=options.timeout,
+                             deadline=options.deadline)
     except ValueError as e:  # a setting that can't work, such as a key variable that is not set
         print(f"error: {e}", file=sys.stderr)
         return 2  # as argparse does for a bad command line

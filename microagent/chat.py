@@ -14,6 +14,8 @@ and tested alone (microagent.llm sends what they make, and reads what comes back
     a human's verdict                 folded into the result: "approved by alice with {...}: ..."
     out-of-steps note                 {"role": "assistant", "content": ...}
     a reply that held no move         what the model wrote, as it wrote it, then a user note: "error: ..."
+    a reply in words (the answer)     the words, as the model wrote them
+    a move read in JSON mode          the move as compact JSON, not the model's own text (the notebook keeps no raw text)
 
     reply                             Actions
     tool calls                        one Action per call, in order, arguments as the raw JSON text
@@ -25,7 +27,9 @@ prompt and reads one JSON object per turn instead (`read_move`); `move_schema` i
 the JSON Schema of such a move, for servers that can hold a model to a schema.
 
 The one rule: nothing the loop wrote on the model's behalf goes back as if the model
-wrote it. It leaves out: images and audio, several choices per reply, and the HTTP.
+wrote it. The model's own text goes back unchanged for a reply in words and for a
+reply that held no move; a JSON-mode move that was read goes back rewritten, as
+compact JSON, since the notebook keeps the move and not the text around it. It leaves out: images and audio, several choices per reply, and the HTTP.
 """  # noqa: E501 (the wire format, as it is)
 
 import json

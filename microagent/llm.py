@@ -26,9 +26,15 @@ shown. A reply may be at most MAX_REPLY bytes, and is read in one pass.
 Cancelling a run (`agent.steps(..., cancel=event)`) takes effect at the next
 piece of a streamed reply (keep-alives and pieces of tool calls included, as
 Waiting events) and during a wait before a retry: the response is closed and
-nothing half-decided is written. The timeout bounds each wait for the server.
+nothing half-decided is written. A reply is read as it comes, a piece at a time
+(never a whole line or body in one blocking read), so a server that sends a byte
+at a time is still heard between bytes: the timeout bounds each wait for the
+server, and the deadline bounds the whole reply. A key the server repeats in a
+reply (its words, a call's name or arguments) is blanked out before the notebook
+or a caller sees it.
 
-It leaves out: SDKs, async, and a deadline for a whole reply.
+It leaves out: SDKs, async, and a bound on how slowly the server sends its headers
+(http.client reads them; it stops at 100 header lines).
 """
 
 import inspect
@@ -43,8 +49,8 @@ import urllib.request
 from dataclasses import dataclass
 from http.client import HTTPException
 
-from microagent.chat import (IN_WORDS, MOVE, described, encoded, json_rules, move_schema, no_move,  # noqa: F401
-                             read_move, to_actions, to_messages, to_request, tool_spec)
+from microagent.chat import (IN_WORDS, MOVE, _json_text, _text, described, encoded, json_rules,  # noqa: F401
+                             move_schema, no_move, read_move, to_actions, to_messages, to_request, tool_spec)
 from microagent.context import Context
 from microagent.policy import Action, decisions, scripted
 from microagent.tool import Tool
@@ -52,6 +58,7 @@ from microagent.tool import Tool
 MAX_WAIT = 60.0  # seconds: the longest Retry-After honoured, so a server can't park a run for hours
 MAX_REPLY = 8 << 20  # bytes: the most one reply may be (8 MiB), so a runaway server can't fill the memory
 SAID = 300  # characters: the most of a server's own words an error quotes
+READ = 64 << 10  # bytes: the most one read of a reply takes, so a cancel is heard between reads
 RESPONSE_FORMATS = ("json_schema", "json_object")  # OpenAI's form, and the one llama.cpp's servers take
 OURS = ("model", "messages", "tools", "tool_choice", "stream", "stream_options", "response_format",
         "temperature", "max_tokens")  # request fields the brain writes itself: not for `extra`
@@ -80,7 +87,7 @@ class LLMError(RuntimeError):
 def chat_policy(model: str, base_url: str = "http://localhost:11434/v1", *, api_key: str | None = None,
                 api_key_env: str | None = None, temperature: float | None = 0.0, max_tokens: int | None = None,
                 tool_choice: str | dict | None = None, extra: dict | None = None, timeout: float = 60.0,
-                retries: int = 3, stream: bool = True, native_tools: bool = True,
+                deadline: float = 300.0, retries: int = 3, stream: bool = True, native_tools: bool = True,
                 response_format: str | None = None, sleep=time.sleep):
     """A brain that asks the model at `base_url` (OpenAI-compatible) for every next move.
 
@@ -90,18 +97,24 @@ def chat_policy(model: str, base_url: str = "http://localhost:11434/v1", *, api_
     `tool_choice` is sent as given: "auto" (most servers' default when it is left out, but
     vLLM refuses it unless started with a flag), "required", or one tool by name,
     {"type": "function", "function": {"name": ...}}, the only way to get a tool call from
-    llama.cpp's Python server with a model's own chat template.
+    llama.cpp's Python server with a model's own chat template. A named tool is forced on
+    EVERY turn, so the run never reaches final_answer: for a whole run on that server, use
+    native_tools=False with response_format="json_object" instead.
     `extra` holds further request fields a server needs, sent as given (llama.cpp's
     {"cache_prompt": true}, Ollama's {"options": {"num_ctx": 8192}}, ...).
     `response_format` ("json_schema", OpenAI's form, or "json_object", llama.cpp's) sends
     the JSON Schema of a move with `native_tools=False`, for servers that constrain output.
-    `timeout` bounds each wait for the server in seconds; 429 and 5xx answers are
-    tried again `retries` times, waiting as the server asks (`sleep` does the waiting),
-    unless the answer says the request itself is wrong.
+    `timeout` bounds each wait for the server in seconds; `deadline` bounds one whole
+    reply, from the server's first answer to its last byte (a reply still coming then,
+    from a model that never stops or a server that drips, is an LLMError; it is checked
+    after each read, so it may run over by up to the timeout). 429 and 5xx
+    answers are tried again `retries` times, waiting as the server asks (`sleep` does
+    the waiting), unless the answer says the request itself is wrong.
     The policy yields the reply's text (piece by piece when `stream`), then a Usage;
-    Waiting events stand for the pieces that are not words (keep-alives, tool calls, retries).
+    Waiting events stand for the pieces that are not words (keep-alives, tool calls, retries,
+    each read of a whole reply): each is a chance to cancel.
     """
-    _check_settings(model, base_url, timeout, retries, max_tokens, tool_choice, extra, native_tools,
+    _check_settings(model, base_url, timeout, deadline, retries, max_tokens, tool_choice, extra, native_tools,
                     response_format)
     if api_key is not None and not isinstance(api_key, str):
         raise TypeError("api_key is a string (or leave it out and name an environment variable: api_key_env=)")
@@ -136,11 +149,12 @@ def chat_policy(model: str, base_url: str = "http://localhost:11434/v1", *, api_
         body = to_request(ctx, tools, model, temperature=temperature, stream=stream, native=native_tools,
                           response_format=response_format, **fields)
         response = yield from _post(url, encoded(body), headers, timeout, retries, sleep, problem)
+        until = time.monotonic() + deadline  # the whole reply must be in by then
         try:  # subtle: this finally also runs when the agent closes the generator on cancel
             if stream:
-                message, usage, finish = yield from _read_stream(response, url, timeout, api_key)
+                message, usage, finish = yield from _read_stream(response, url, timeout, api_key, until)
             else:
-                message, usage, finish = _read_whole(response, url, timeout, api_key)
+                message, usage, finish = yield from _read_whole(response, url, timeout, api_key, until)
                 if message["content"].strip():
                     yield message["content"]
                 if usage is not None:
@@ -156,7 +170,7 @@ def chat_policy(model: str, base_url: str = "http://localhost:11434/v1", *, api_
     return policy
 
 
-def _check_settings(model, base_url, timeout, retries, max_tokens, tool_choice, extra, native_tools,
+def _check_settings(model, base_url, timeout, deadline, retries, max_tokens, tool_choice, extra, native_tools,
                     response_format) -> None:
     """Settings that can't work are a ValueError now, not a puzzling failure at the first request."""
     if not (isinstance(model, str) and model):
@@ -165,6 +179,8 @@ def _check_settings(model, base_url, timeout, retries, max_tokens, tool_choice, 
         raise ValueError(f"base_url must start with http:// or https://, not {base_url!r}")
     if not (isinstance(timeout, (int, float)) and 0 < timeout < float("inf")):
         raise ValueError(f"timeout must be a number of seconds above 0, not {timeout!r}")
+    if not (isinstance(deadline, (int, float)) and 0 < deadline < float("inf")):
+        raise ValueError(f"deadline must be a number of seconds above 0 (for a whole reply), not {deadline!r}")
     if not (type(retries) is int and retries >= 0):  # subtle: True is an int in Python
         raise ValueError(f"retries must be a whole number, 0 or more, not {retries!r}")
     if not (max_tokens is None or (type(max_tokens) is int and max_tokens > 0)):
@@ -282,7 +298,7 @@ def _the_point(detail: str) -> str:
     ...     "{'loc': ('body', 'messages', 1, 'Assistant', 'content'), 'msg': 'Input should be a valid string'}"))
     2 validation errors; what matters: messages.1.Assistant.content: Input should be a valid string
     """
-    found = [([part.strip(" '\"") for part in loc.split(",")], msg) for loc, _quote, msg in _PYDANTIC.findall(detail)]
+    found = [([part.strip(" '\"") for part in loc.split(",")], msg) for loc, _mark, msg in _PYDANTIC.findall(detail)]
     wrong_kinds = {tuple(loc[:-1]) for loc, msg in found if loc[-1] == "role" and msg.startswith("Input should be")}
     left = [".".join(p for p in loc if p != "body") + ": " + msg for loc, msg in found
             if tuple(loc[:-1]) not in wrong_kinds]
@@ -329,7 +345,8 @@ def _http_problem(url: str, status: int, detail: str, tries: int, settled: bool,
                 "so it was not tried again; a setting may not suit this server")
     if status >= 500:
         return f"{url} failed with HTTP {status}{after}{said}: try again later"
-    hint = " If the model cannot call tools, try native_tools=False." if native else ""
+    about_tools = re.search(r"tool|function", detail, re.IGNORECASE)  # tools, tool_choice, function calling
+    hint = " If the model cannot call tools, try native_tools=False." if native and about_tools else ""
     return f"{url} rejected the request (HTTP {status}){said}.{hint}"
 
 
@@ -348,6 +365,11 @@ def _not_chat(url: str) -> str:
 
 def _too_big(url: str) -> str:
     return f"{url} sent a reply of more than {MAX_REPLY >> 20} MiB (MAX_REPLY): it was not read; set max_tokens"
+
+
+def _overdue(url: str) -> str:
+    return (f"{url} was still sending its reply at the deadline: a reply that may never end was cut off; "
+            "set max_tokens, or raise the deadline (seconds for a whole reply)")
 
 
 def _too_deep(url: str) -> str:
@@ -372,7 +394,7 @@ def _quote(text: str, key: str | None, limit: int = SAID) -> str:
     'bad key [the key]: xxxxxxxxxxx...'
     """
     # subtle: cutting first could cut the key in two, and the half before the cut would show
-    text = text.replace(key, "[the key]") if key else text
+    text = _blanked(text, key)
     text = " ".join(text.split())
     return text if len(text) <= limit else text[:limit] + "..."
 
@@ -396,18 +418,54 @@ def _calls(calls, url: str, key: str | None) -> list[dict]:
     return calls
 
 
-def _read_whole(response, url: str, timeout: float, key: str | None = None):
-    """A reply that was not streamed: its message (words as text, calls as a list), usage, finish_reason."""
+def _pieces(response, url: str, timeout: float, until: float):
+    """A reply's bytes as they come, one read at a time, up to MAX_REPLY and the deadline.
+
+    subtle: read1 returns what has come so far; readline() or read() would wait for a
+    whole line or body, and a server that sends a byte at a time could hold that for ever.
+    """
+    size = 0
+    while True:
+        try:
+            data = response.read1(READ)
+        except TimeoutError:
+            raise LLMError(_timed_out(url, timeout, "to send the next piece of the reply")) from None
+        except (OSError, HTTPException) as e:
+            raise LLMError(_broken(url, e)) from None
+        if not data:
+            return
+        size += len(data)
+        if size > MAX_REPLY:
+            raise LLMError(_too_big(url))
+        if time.monotonic() > until:
+            raise LLMError(_overdue(url))
+        yield data
+
+
+def _lines(response, url: str, timeout: float, until: float):
+    """The lines of a stream as they come (bytes), and None after a read that ended no line."""
+    start = []  # the start of a line whose end has not come yet
+    for data in _pieces(response, url, timeout, until):
+        *ended, rest = data.split(b"\n")
+        if ended:
+            ended[0], start = b"".join(start) + ended[0], []
+        start.append(rest)
+        yield from ended or [None]
+    if any(start):  # the last line, with no line break after it
+        yield b"".join(start)
+
+
+def _read_whole(response, url: str, timeout: float, key: str | None = None, until: float = math.inf):
+    """A reply that was not streamed: its message (words as text, calls as a list), usage, finish_reason.
+
+    It yields Waiting after each read, so a reply that comes slowly can be cancelled.
+    """
+    body = []
+    for data in _pieces(response, url, timeout, until):
+        body.append(data)
+        yield Waiting("the reply comes in")
     try:
-        body = response.read(MAX_REPLY + 1)
-    except TimeoutError:
-        raise LLMError(_timed_out(url, timeout, "to send the reply")) from None
-    except (OSError, HTTPException) as e:
-        raise LLMError(_broken(url, e)) from None
-    if len(body) > MAX_REPLY:
-        raise LLMError(_too_big(url))
-    try:
-        reply = json.loads(body)
+        reply = json.loads(b"".join(body))
     except RecursionError:
         raise LLMError(_too_deep(url)) from None
     except ValueError:
@@ -421,11 +479,14 @@ def _read_whole(response, url: str, timeout: float, key: str | None = None):
         raise LLMError(_not_chat(url)) from None
     if not isinstance(message, dict):
         raise LLMError(_malformed(url, "message", message, key))
-    return {**message, "content": _words(message.get("content"), url, key),
-            "tool_calls": _calls(message.get("tool_calls"), url, key)}, usage, finish
+    calls = []
+    for place, call in enumerate(_calls(message.get("tool_calls"), url, key)):
+        _add_piece(calls, {}, {**call, "index": place}, place)  # each call whole, read by a stream's rule
+    return _unkeyed({**message, "content": _words(message.get("content"), url, key), "tool_calls": calls},
+                    key), usage, finish
 
 
-def _read_stream(response, url: str, timeout: float, key: str | None = None):
+def _read_stream(response, url: str, timeout: float, key: str | None = None, until: float = math.inf):
     """A streamed reply: yield its text pieces as they come, then its Usage; return what the whole one would.
 
     The stream is server-sent events: lines of `data: {chunk}`, ending with `data: [DONE]`.
@@ -433,19 +494,17 @@ def _read_stream(response, url: str, timeout: float, key: str | None = None):
     the first piece of a call brings its id and name, the rest bring bits of its arguments.
     Some servers send no index, only whole calls: then a piece's place in the delta's list
     stands in for it, and a piece with a new id starts a new call. Anything that is not
-    words (a keep-alive, a piece of a call) is yielded as Waiting, so a cancel is heard.
+    words (a keep-alive, a piece of a call, a read that ended no line) is yielded as
+    Waiting, so a cancel is heard.
     """
     text, calls, usage, finish = [], [], None, None  # calls: [{"id", "type", "function": {"name", "arguments"}}]
-    events, growing, held = 0, {}, ""  # growing: index (or place) -> its call; held: half an emoji
-    size, done, alien = 0, False, False  # bytes read so far; [DONE] seen; a line no stream has
+    events, growing, held = 0, {}, ""  # growing: index (or place) -> its call; held: words not shown yet
+    done, alien = False, False  # [DONE] seen; a line no stream has
     try:
-        while not done:
-            line = response.readline(MAX_REPLY + 1 - size)
-            size += len(line)
-            if size > MAX_REPLY:
-                raise LLMError(_too_big(url))
-            if not line:
-                break
+        for line in _lines(response, url, timeout, until):
+            if line is None:  # half a line so far: the server is still writing it
+                yield Waiting("the reply goes on")
+                continue
             line = line.decode("utf-8").strip()
             if line.startswith(":"):  # a comment: a keep-alive while the model thinks
                 yield Waiting("a keep-alive")
@@ -456,7 +515,7 @@ def _read_stream(response, url: str, timeout: float, key: str | None = None):
             events, data = events + 1, line[len("data:"):].strip()
             if data == "[DONE]":
                 done = True
-                continue
+                break
             chunk = json.loads(data)
             if chunk.get("error"):
                 raise LLMError(f"{url} reported an error mid-reply: {_quote(_said(chunk['error']), key)}")
@@ -464,22 +523,20 @@ def _read_stream(response, url: str, timeout: float, key: str | None = None):
             for choice in chunk.get("choices") or []:
                 finish = choice.get("finish_reason") or finish
                 delta = choice.get("delta") or {}
+                shown, held = _held_back(held + _words(delta.get("content"), url, key), key)
                 # subtle: an emoji escaped as two halves (\ud83d\ude00) may be split between two
                 # chunks; the half that comes first waits for the other before it is shown
-                words = held + _words(delta.get("content"), url, key)
-                held = words[-1:] if "\ud800" <= words[-1:] <= "\udbff" else ""
-                said += words[:len(words) - len(held)]
+                if not held and "\ud800" <= shown[-1:] <= "\udbff":
+                    shown, held = shown[:-1], shown[-1:]
+                said += shown
                 for position, piece in enumerate(_calls(delta.get("tool_calls"), url, key)):
                     _add_piece(calls, growing, piece, position)
             if said:
                 text.append(_mended(said))
                 yield text[-1]
             else:
-                yield Waiting(f"a call to {calls[-1]['function']['name']}" if calls else "the reply goes on")
-    except TimeoutError:
-        raise LLMError(_timed_out(url, timeout, "to send the next piece of the reply")) from None
-    except (OSError, HTTPException) as e:
-        raise LLMError(_broken(url, e)) from None
+                name = _blanked(calls[-1]["function"]["name"], key) if calls else ""
+                yield Waiting(f"a call to {name}" if calls else "the reply goes on")
     except RecursionError:
         raise LLMError(_too_deep(url)) from None
     except (ValueError, AttributeError, TypeError):
@@ -501,7 +558,8 @@ def _read_stream(response, url: str, timeout: float, key: str | None = None):
     message = {"role": "assistant", "content": "".join(text) or None}
     if calls:
         message["tool_calls"] = calls  # in the order they began
-    return message, usage, finish  # shaped like a reply that was not streamed, so to_actions can't tell
+    # shaped like a reply that was not streamed, so to_actions can't tell
+    return _unkeyed(message, key), usage, finish
 
 
 def _add_piece(calls: list[dict], growing: dict, piece: dict, position: int) -> None:
@@ -514,11 +572,37 @@ def _add_piece(calls: list[dict], growing: dict, piece: dict, position: int) -> 
     fn = piece.get("function") or {}
     call["id"] = call["id"] or new_id
     # subtle: some servers repeat the name in every piece: it is kept once, not added up
-    call["function"]["name"] = call["function"]["name"] or (fn.get("name") if isinstance(fn.get("name"), str) else "")
-    more = fn.get("arguments") or ""
-    if not isinstance(more, str):  # some servers send the object itself, whole: write it as Action does
-        more = json.dumps(more, ensure_ascii=False)
-    call["function"]["arguments"] += more
+    call["function"]["name"] = call["function"]["name"] or _text(fn.get("name"))
+    # some servers send the object itself, whole: written out by the rule a whole reply's follows
+    call["function"]["arguments"] += _json_text(fn.get("arguments") or "")
+
+
+def _blanked(text: str, key: str | None) -> str:
+    """Text with the key (as it is, and as JSON escapes it) written as "[the key]"."""
+    for form in {key, json.dumps(key)[1:-1]} if key else ():
+        text = text.replace(form, "[the key]")
+    return text
+
+
+def _held_back(text: str, key: str | None) -> tuple[str, str]:
+    """Streamed words, the key blanked: what can be shown now, and an end that may be the key's start.
+
+    >>> _held_back("my key is sk-12", "sk-1234")
+    ('my key is ', 'sk-12')
+    """
+    text = _blanked(text, key)
+    for n in range(min(len(key or "") - 1, len(text)), 0, -1):
+        if text.endswith(key[:n]):  # subtle: the rest of the key may come in the next chunk
+            return text[:-n], text[-n:]
+    return text, ""
+
+
+def _unkeyed(message: dict, key: str | None) -> dict:
+    """A reply message with the key blanked out of its words and its calls' names and arguments."""
+    calls = [{**c, "function": {name: _blanked(value, key) for name, value in c["function"].items()}}
+             for c in message.get("tool_calls") or []]
+    return {**message, "content": _blanked(message["content"] or "", key) or message["content"],
+            "tool_calls": calls}
 
 
 def _mended(text: str) -> str:

@@ -15,7 +15,9 @@ every delta repeating its call's id and name, with absent fields as explicit nul
 Like that server, it refuses an assistant message whose `content` is null (HTTP 500,
 a validation error). A script entry can also be an HTTP error (with a Retry-After),
 a redirect, a slow answer, a stream that stalls, is cut short or is empty, keep-alives,
-a stream made by hand (`stream_of`), or any raw body at all.
+a stream made by hand (`stream_of`), any raw body at all, or one sent a byte at a time
+(`drip`). The text "$AUTHORIZATION" in a scripted reply is replaced by the Authorization
+header the request came with, as a hostile server would echo it.
 
 It is a real `http.server` on 127.0.0.1, on a free port, in a thread. No model,
 no network beyond this machine.
@@ -60,6 +62,11 @@ def moved(status: int, location: str) -> dict:
 def raw(text: str, content_type: str = "text/html") -> dict:
     """A scripted 200 answer with exactly this body: a web page, say, or a hand-made stream."""
     return {"raw": text, "content_type": content_type}
+
+
+def drip(text: str, every: float, stream: bool = True) -> dict:
+    """A 200 answer sent one byte every `every` seconds: a stream, or a whole body of known length."""
+    return {"drip": text, "every": every, "stream": stream}
 
 
 def keep_alives(count: int, pause: float) -> dict:
@@ -148,6 +155,9 @@ class Server:
                     outer.requests.append(body)
                     outer.headers.append(dict(self.headers))
                     entry = outer.script.pop(0) if outer.script else error(500, "the script has no more replies")
+                if "usage" in entry:  # a reply: a hostile server repeats the key it was sent
+                    said = json.dumps(entry["message"]).replace("$AUTHORIZATION", self.headers.get("Authorization", ""))
+                    entry = {**entry, "message": json.loads(said)}
                 refused = null_content(body)
                 if refused is not None:
                     entry = error(500, refused)
@@ -175,6 +185,21 @@ class Server:
             return send(handler, entry["status"], said, "application/json", retry)
         if "raw" in entry:
             return send(handler, 200, entry["raw"], entry["content_type"])
+        if "drip" in entry:
+            data = entry["drip"].encode()
+            if entry["stream"]:
+                start_stream(handler)
+            else:
+                handler.send_response(200)
+                handler.send_header("Content-Type", "application/json")
+                handler.send_header("Content-Length", str(len(data)))
+                handler.end_headers()
+            for i in range(len(data)):
+                handler.wfile.write(data[i:i + 1])
+                handler.wfile.flush()
+                if self.closing.wait(entry["every"]):
+                    return
+            return
         if "keep_alives" in entry:
             start_stream(handler)
             for _ in range(entry["keep_alives"]):

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from hypothesis import given, strategies as st
 
-from llm_server import chunks, error, keep_alives, moved, null_content, raw, reply, serve, stream_of
+from llm_server import chunks, drip, error, keep_alives, moved, null_content, raw, reply, serve, stream_of
 from microagent import (agent_tool, ASSISTANT, CANCELLED, SYSTEM, TOOL, USER, Action, Agent, Context,
                         Message, approve, as_tool, decisions, deny, final_answer, scripted, story)
 from microagent.demo import QUESTION, check_policy, look_up_order, support_agent
 from microagent.memory import remembering
-from microagent.llm import (IN_WORDS, MAX_REPLY, LLMError, Usage, Waiting, _mended, _read_stream, described, encoded,
+from microagent.llm import (IN_WORDS, MAX_REPLY, LLMError, Usage, Waiting, _add_piece, _mended, _read_stream, described, encoded,
                             tool_spec, chat_policy, read_actions, read_move,
                             recorded, replayed, to_actions, to_messages, to_request)
 
@@ -461,7 +461,17 @@ def test_a_key_the_server_repeats_in_another_error_is_blanked_out(stand_in):
     with pytest.raises(LLMError) as e:
         ask(chat_policy("tiny", server.url, api_key="sk-abc"))
     assert "sk-abc" not in str(e.value) and "[the key]" in str(e.value)
-    assert "try native_tools=False" in str(e.value)
+
+
+def test_the_hint_to_try_json_tools_comes_only_when_the_server_speaks_of_tools(stand_in):
+    server = stand_in(error(400, "bad request"), error(400, "tool_choice is not supported by this model"),
+                      error(422, "function calling is not available"))
+    told = []
+    for _ in range(3):
+        with pytest.raises(LLMError) as e:
+            ask(chat_policy("tiny", server.url))
+        told.append("If the model cannot call tools, try native_tools=False." in str(e.value))
+    assert told == [False, True, True]
 
 
 def test_a_missing_key_variable_is_named_when_the_brain_is_made(monkeypatch):
@@ -1015,6 +1025,89 @@ def test_a_reply_past_the_size_cap_is_refused_not_read_whole(stand_in, stream):
         ask(chat_policy("tiny", server.url, stream=stream))
 
 
+def dripping_line(size: int) -> str:
+    """One line of a stream with a chunk of `size` characters of words: a byte at a time, it never ends."""
+    return f"data: {json.dumps(chunks({'content': 'x' * size}, None)[1])}\n\n"
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_cancel_is_heard_while_a_server_sends_its_reply_a_byte_at_a_time(stand_in, stream):
+    # 3,000 bytes, 0.05 s apart: 150 s to the end of the line (or body), far past the timeout of 5 s
+    server = stand_in(drip(dripping_line(3000), 0.05, stream=stream))
+    cancel, steps = threading.Event(), []
+    start = time.monotonic()
+    for step in Agent(chat_policy("tiny", server.url, stream=stream, timeout=5), [final_answer]).steps(
+            "?", cancel=cancel):
+        steps.append(step)
+        if isinstance(step.event, Waiting):
+            cancel.set()
+    assert steps[-1].stop == CANCELLED and len(steps[-1].context) == 1
+    assert time.monotonic() - start < 30  # heard between bytes, not at the end of the line
+    assert server.hung_up.wait(10)
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_reply_still_coming_at_the_deadline_is_an_llm_error_that_says_so(stand_in, stream):
+    server = stand_in(drip(dripping_line(3000), 0.05, stream=stream))
+    start = time.monotonic()
+    with pytest.raises(LLMError, match="was still sending its reply at the deadline: a reply that may never end"):
+        ask(chat_policy("tiny", server.url, stream=stream, timeout=5, deadline=1))
+    assert time.monotonic() - start < 30
+    with pytest.raises(ValueError, match="deadline must be a number of seconds above 0"):
+        chat_policy("tiny", server.url, deadline=0)
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_a_key_the_server_echoes_in_a_reply_never_reaches_the_notebook_or_the_events(stand_in, stream):
+    echoed = json.dumps({"order_id": "$AUTHORIZATION"})
+    server = stand_in(reply("my key is $AUTHORIZATION, see", calls=[("look_up_order", echoed),
+                                                                   ("check$AUTHORIZATION", echoed)]),
+                      reply("done: $AUTHORIZATION"))
+    steps = list(support_agent(policy=chat_policy("tiny", server.url, api_key=KEY, stream=stream)).steps(QUESTION))
+    ctx = steps[-1].context
+    seen = [repr(s.event) for s in steps] + [ctx.to_json(), story(ctx), json.dumps(server.requests[1])]
+    pieces = [KEY[i:i + 8] for i in range(len(KEY) - 8)]
+    assert not any(piece in text for text in seen for piece in pieces)  # not whole, not in pieces either
+    assert ctx[1].content == "my key is Bearer [the key], see" and ctx[1].args == '{"order_id": "Bearer [the key]"}'
+    assert ctx[2].name == "look_up_order" and ctx[3].tool == "checkBearer [the key]" and ctx[4].error
+    assert ctx.last().content == "done: Bearer [the key]" and steps[-1].stop == "done"
+    if stream:
+        assert Waiting("a call to checkBearer [the key]") in [s.event for s in steps]
+
+
+def test_arguments_nested_too_deeply_give_the_same_actions_streamed_or_whole(stand_in):
+    def outcome(stream: bool, depth: int) -> str:
+        nested = "[" * depth + "]" * depth
+        call = ('"tool_calls":[{"index":0,"id":"c","type":"function","function":{"name":"add","arguments":{"a":'
+                + nested + '}}}]')
+        body = ('data: {"choices":[{"index":0,"delta":{' + call + '},"finish_reason":"tool_calls"}]}\n\n'
+                'data: [DONE]\n\n' if stream else
+                '{"choices":[{"index":0,"message":{"role":"assistant","content":null,' + call + '},'
+                '"finish_reason":"tool_calls"}]}')
+        server = stand_in(raw(body, "text/event-stream" if stream else "application/json"), reply("ok"))
+        try:
+            ctx = Agent(chat_policy("tiny", server.url, stream=stream), [add, final_answer]).run("?").context
+        except LLMError as e:
+            return "LLMError: " + str(e).removeprefix(server.url)
+        return ctx[2].content  # the error note for the arguments
+
+    # subtle: how deep is too deep depends on the stack at that point, so a band of depths is tried
+    outcomes = [(outcome(False, depth), outcome(True, depth)) for depth in range(850, 1000, 3)]
+    assert all(whole == streamed for whole, streamed in outcomes), outcomes
+    assert any(whole.startswith("error: ") for whole, _ in outcomes), outcomes  # some were read: an error note
+    assert any(whole.startswith("LLMError: ") for whole, _ in outcomes), outcomes  # some were too deep to read
+    # an object a server's parser let through, too deep to write out: a piece of a stream is read by the
+    # same rule as a whole reply's call (before, the stream's piece was a RecursionError, an LLMError)
+    nested = []
+    for _ in range(5000):
+        nested = [nested]
+    calls = []
+    _add_piece(calls, {}, {"index": 0, "id": "c", "function": {"name": "add", "arguments": nested}}, 0)
+    streamed = to_actions({"content": None, "tool_calls": calls})
+    assert streamed == to_actions({"tool_calls": [{"function": {"name": "add", "arguments": nested}}]})
+    assert streamed[0].args == "(arguments nested too deeply to write out)"  # the loop: an error note
+
+
 # --- the stand-in speaks like the real servers: an independent client agrees ---------------------
 
 @pytest.mark.parametrize("verbose", [False, True])
@@ -1057,6 +1150,9 @@ def test_the_example_passes_the_settings_a_server_needs(stand_in):
                        "--tool-choice", "look_up_order")
     assert done.returncode == 0, done.stderr
     assert server.requests[0]["response_format"]["type"] == "json_object" and "tool_choice" not in server.requests[0]
+    server = stand_in(drip(dripping_line(3000), 0.05))
+    done = run_example("--base-url", server.url, "--model", "m", "--deadline", "1")
+    assert done.returncode == 1 and "was still sending its reply at the deadline" in done.stderr
 
 
 # --- against a real model server, when one is given (see the README) -------------------------------
@@ -1068,9 +1164,13 @@ STEPS = ["look_up_order", "check_policy", "issue_refund", "final_answer"]  # the
 
 
 def each_tool_in_turn(**settings):
-    """A brain that forces the next tool of the refund each turn (tool_choice), so a small model walks it."""
+    """A brain that forces the next tool of the refund each turn (tool_choice), so a small model walks it.
+
+    The next tool is the one after the last that worked: a call that failed (a small model may
+    fumble the JSON of its arguments) is asked for again, and the loop's error note says why.
+    """
     def policy(ctx, tools):
-        turn = STEPS[min(len(decisions(ctx)), len(STEPS) - 1)]
+        turn = STEPS[min(sum(m.is_result and not m.error for m in ctx), len(STEPS) - 1)]
         forced = {"type": "function", "function": {"name": turn}}
         return (yield from chat_policy(REAL_MODEL, REAL, tool_choice=forced, **settings)(ctx, tools))
     return policy
@@ -1081,11 +1181,8 @@ def each_tool_in_turn(**settings):
 def test_the_refund_office_runs_through_all_four_tools_against_a_real_server(stream):
     steps = list(support_agent(policy=each_tool_in_turn(stream=stream, max_tokens=200, timeout=300)).steps(QUESTION))
     ctx = steps[-1].context
-    # user, then (assistant, tool) for each of the four tools, in order. A small model may fumble the JSON
-    # of its arguments: the loop's error note is then answered with the same tool again, done right
-    called = [m.tool for m in ctx if m.is_decision]
-    assert [t for i, t in enumerate(called) if i == 0 or t != called[i - 1]] == STEPS, story(ctx)
-    assert steps[-1].stop == "done", story(ctx)
+    worked = [m.name for m in ctx if m.is_result and not m.error]
+    assert worked == STEPS and steps[-1].stop == "done", story(ctx)  # each of the four tools, once, in order
     assert all(m.content.startswith(("error: the arguments are not valid JSON", "error: bad arguments"))
                for m in ctx if m.error), story(ctx)
 
