@@ -74,8 +74,10 @@ def finish(path: pathlib.Path, options: argparse.Namespace) -> None:
             ctx = approve(ctx, by=options.by, args=args, tool=refund)
         else:
             ctx = deny(ctx, options.reason, by=options.by, tool=refund)
-        ctx = agent.run(context=ctx).context
-        _save(path, ctx)
+        _save(path, ctx)  # the verdict first: should the run fail later, the human is not asked again
+        for step in agent.steps(context=ctx):
+            _save(path, step.context)  # and every step as it is taken, so a tool that ran is never run again
+        ctx = step.context
     print(story(ctx))
 
 

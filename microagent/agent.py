@@ -92,7 +92,7 @@ class Agent:
         while not (stop := self._stop(ctx, used, cancel)):
             if not moves:
                 moves = yield from self._decide(ctx, cancel)  # decide
-                continue
+                continue  # subtle: ask why to stop again first: the caller may have cancelled while it thought
             action, used = moves.pop(0), used + 1
             tool, args, error = self._check(action)
             ctx = ctx.add(Message(ASSISTANT, action.reasoning, name=self.name, tool=action.tool, args=action.args))
@@ -126,8 +126,8 @@ class Agent:
             ctx = ctx.add(Message(SYSTEM, self.system))
         if question is not None:
             if ctx.pending is not None:
-                raise ValueError(f"this run waits on {ctx.pending.tool}: resume it with agent.run(context=ctx) "
-                                 "once a human has approved or denied it")
+                raise ValueError(f"this run waits on {ctx.pending.tool}: finish it first with agent.run(context=ctx), "
+                                 "after a human's verdict")
             ctx = ctx.add(Message(USER, question))
         if not any(m.is_question for m in ctx):
             raise ValueError("give the agent something to do: agent.run('a question') or run(context=saved)")

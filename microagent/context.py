@@ -64,7 +64,11 @@ class Context:
         return self.messages[i]
 
     def to_json(self) -> str:
-        """The notebook as JSON text, which always saves as UTF-8 and loads back with from_json."""
+        """The notebook as JSON text, which always saves as UTF-8 and loads back with from_json.
+
+        One thing does not come back as it went: a high and a low surrogate side by side
+        (two halves of one character, kept apart) load back as the one character they spell.
+        """
         text = json.dumps({"format": FORMAT, "messages": [_dump(m) for m in self]}, ensure_ascii=False)
         # subtle: a lone surrogate (a file name read with surrogateescape, say) can't be written
         # as UTF-8; as a \u escape it can, and it loads back as the same character

@@ -29,7 +29,7 @@ never acted on; it is not held to these rules.
 """
 
 from microagent.context import Context
-from microagent.message import SYSTEM, Message
+from microagent.message import ASSISTANT, SYSTEM, Message
 from microagent.tool import read_args
 
 
@@ -48,6 +48,10 @@ def check(ctx: Context) -> Context:
     if not isinstance(ctx, Context):
         raise TypeError(f"check takes a Context, not {type(ctx).__name__}: "
                         "load saved text with Context.from_json(text)")
+    for i, m in enumerate(ctx):  # a summary folds whole turns: what it folded never ends waiting for a human
+        folded = Context(m.notes).unfolded() if m.role == ASSISTANT and m.notes else []
+        if folded and (folded[-1].is_decision or folded[-1].is_verdict):
+            raise ValueError(f"message {i} (a summary): it folds a decision that is still waiting")
     notes = ctx.unfolded()
     for i, m in enumerate(notes):
         problem = _broken(notes, i)

@@ -16,7 +16,10 @@ an error note that keeps it, and `microagent.retry` can still hide or retry it.
 Delegation is bounded where a reader can see it: agents asking agents may nest
 at most `max_depth` deep (an agent that is its own tool, directly or through
 others, would otherwise call itself without end); past that, the request is
-refused with an error note.
+refused with an error note. The bound is a product, so mind it with a language
+model: each level may make `max_steps` calls, so an agent that is its own tool,
+with max_steps=10 and max_depth=3, may ask its brain 10 + 100 + 1,000 + 10,000
+times before the outermost run ends (tests/test_hostile.py counts them).
 
 What it leaves out: the inner run starts afresh each call and must finish in it.
 If it pauses for a human, the outer agent hears "(no answer: paused)" and that

@@ -262,7 +262,7 @@ def test_a_tool_that_needs_approval_pauses_the_run_before_it_runs():
     assert ran == [5] and done.last().content == "paid"
     denied = agent.run(context=deny(paused.context, "not today", by="bob")).context
     assert ran == [5] and denied[-3].content == "denied by bob: not today"
-    with pytest.raises(ValueError, match=r"this run waits on pay: resume it with agent.run\(context=ctx\) once a human has approved or denied it"):
+    with pytest.raises(ValueError, match=r"this run waits on pay: finish it first with agent.run\(context=ctx\), after a human.s verdict"):
         agent.run("something else", context=paused.context)
 
 
@@ -416,7 +416,7 @@ def test_an_empty_notebook_handed_in_still_gets_the_system_note():
 def test_asking_something_new_after_the_verdict_says_to_resume_first():
     pay = waiting_pay([])
     agent = Agent(scripted(Action("pay", {"amount": 5})), [pay, final_answer])
-    with pytest.raises(ValueError, match=r"resume it with agent.run\(context=ctx\) once a human has approved or denied it"):
+    with pytest.raises(ValueError, match=r"finish it first with agent.run\(context=ctx\), after a human.s verdict"):
         agent.run("and another thing", context=approve(agent.run("pay 5").context, by="bob"))
 
 

@@ -5,6 +5,7 @@ Every test here failed before the fix it guards (see issue 8, part 4).
 
 import dataclasses
 import json
+import re
 from typing import Literal
 
 import pytest
@@ -114,7 +115,8 @@ def test_every_notebook_the_loop_writes_saves_as_utf8_and_loads_back(said, quest
     text = ctx.to_json()
     back = Context.from_json(text.encode("utf-8"))
     # subtle: a high and a low surrogate side by side are read back as the one character they spell
-    assert back == ctx or any("\ud800" <= c <= "\udfff" for m in ctx for c in m.content + (m.args or ""))
+    paired = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+    assert back == ctx or any(paired.search(m.content + (m.args or "")) for m in ctx)
     assert back.to_json() == Context.from_json(back.to_json()).to_json()
 
 
@@ -228,3 +230,23 @@ def test_approved_arguments_that_are_not_finite_are_refused_before_anything_is_w
     paused = Agent(scripted(Action("refund", {"amount": 79})), [refund, final_answer]).run("refund").context
     with pytest.raises(ValueError, match="amount must be a finite number, not inf"):
         approve(paused, by="alice", args={"amount": float("inf")}, tool=refund)
+
+
+def test_a_tampered_summary_that_folds_a_waiting_decision_is_refused_by_check():
+    waiting = (Message("assistant", "", name="a", tool="pay", args='{"amount": 1}'),
+               Message("user", "approved", name="alice", tool="pay", args='{"amount": 1}'))
+    tampered = Context((Message("user", "pay"), Message("assistant", "earlier: ...", name="memory", notes=waiting)))
+    with pytest.raises(ValueError, match=r"message 1 \(a summary\): it folds a decision that is still waiting"):
+        check(tampered)
+
+
+def test_the_delegation_bound_is_a_product_as_team_says():
+    calls = []
+
+    def always_delegate(ctx, tools):
+        calls.append(1)
+        return Action("me", {"request": "again"})
+    me = Agent(always_delegate, [final_answer], name="me", max_steps=3)
+    me.tools["me"] = agent_tool(me, max_depth=2)
+    assert me.run("go").stop == OUT_OF_STEPS
+    assert len(calls) == 3 + 3 ** 2 + 3 ** 3  # max_steps at each of max_depth + 1 levels, multiplied down
