@@ -95,10 +95,12 @@ class Agent:
                 continue  # subtle: ask why to stop again first: the caller may have cancelled while it thought
             action, used = moves.pop(0), used + 1
             tool, args, error = self._check(action)
-            ctx = ctx.add(Message(ASSISTANT, action.reasoning, name=self.name, tool=action.tool, args=action.args))
-            if error or not tool.needs_approval:  # else it waits for a human, and the next check says paused
-                ctx = ctx.add(error or self._call(tool, args))  # act, and write it down
-                yield Step(ctx, action, ctx.last())
+            decision = Message(ASSISTANT, action.reasoning, name=self.name, tool=action.tool, args=action.args)
+            if error is None and tool.needs_approval:  # it waits for a human: the next check says paused
+                ctx = ctx.add(decision)
+                continue
+            ctx = ctx.add(decision, error or self._call(tool, args))  # act, and write both down at once
+            yield Step(ctx, action, ctx.last())
         if stop == OUT_OF_STEPS and ctx.last().role != ASSISTANT:  # say so, unless said already
             ctx = ctx.add(Message(ASSISTANT, f"out of steps: stopped after {used} turns without an answer",
                                   name=self.name))

@@ -107,14 +107,10 @@ def _mismatch(value, schema: dict, where: str) -> str | None:
             return f"missing {', '.join(missing)} {takes}"
         if unexpected:
             return f"unexpected {', '.join(unexpected)} {takes}"
-        return _first(_mismatch(v, props[n], n) for n, v in value.items())
+        return next(filter(None, (_mismatch(v, props[n], n) for n, v in value.items())), None)  # the first, if any
     if isinstance(value, list) and "items" in schema:
-        return _first(_mismatch(v, schema["items"], f"{where}[{i}]") for i, v in enumerate(value))
+        return next(filter(None, (_mismatch(v, schema["items"], f"{where}[{i}]") for i, v in enumerate(value))), None)
     return None
-
-
-def _first(problems) -> str | None:
-    return next((p for p in problems if p), None)  # the first problem found, if any
 
 
 _PY = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,), "object": (dict,),
