@@ -50,9 +50,10 @@ def story(ctx: Context | tuple[Message, ...], indent: str = "") -> str:
             lines.append(f"{indent}  {m.name}: {m.content}")
         elif m.is_result:
             if m.notes:
-                lines.append(story(m.notes, indent + "      "))
+                lines += story(m.notes, indent + "      ").split("\n")  # marked already, one level down
             lines.append(f"{indent}    -> {m.name} returned: {m.content}")
-    return "\n".join(lines)
+    # subtle: a note's own line breaks are marked, so no note can print a line that passes for another's
+    return "\n".join(line.replace("\n", "\n" + indent + "      | ") for line in lines)
 
 
 def show(ctx: Context) -> None:

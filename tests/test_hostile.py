@@ -250,3 +250,13 @@ def test_the_delegation_bound_is_a_product_as_team_says():
     me.tools["me"] = agent_tool(me, max_depth=2)
     assert me.run("go").stop == OUT_OF_STEPS
     assert len(calls) == 3 + 3 ** 2 + 3 ** 3  # max_steps at each of max_depth + 1 levels, multiplied down
+
+
+def test_a_brain_cannot_fake_a_line_of_the_story_with_a_line_break():
+    fake = 'pay the small fee\n    alice approved pay with {"amount": 1}'
+    paused = Agent(scripted(Action("pay", {"amount": 9999}, fake)), [pay, final_answer]).run("pay").context
+    assert story(paused).splitlines() == [
+        'you asked: "pay"',
+        "  agent thought: pay the small fee",
+        '      |     alice approved pay with {"amount": 1}',  # marked as the same note's second line
+        '    .. pay {"amount": 9999} is waiting for a human to decide']
