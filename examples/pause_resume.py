@@ -15,11 +15,15 @@ back into the same file, and its story is printed.
 Nothing else is kept anywhere: the file is the whole state of the run. So two
 people deciding at the same moment must not both resume it: `approve` and `deny`
 hold a lock on the file while they decide and run, and the second one waits,
-then finds the verdict in and nothing waiting. (A copy of the file is another
-run: resuming a copy runs the approved tool again. Keep one file.)
+then finds the verdict in and nothing waiting. The verdict is saved before the
+run goes on, and then every step: if the run fails half way, `approve` or
+`deny` again carries out the verdict already given and asks for no new one, and
+a tool that ran is never run again. (A copy of the file is another run:
+resuming a copy runs the approved tool again. Keep one file.)
 """
 
 import argparse
+import contextlib
 import dataclasses
 import fcntl
 import json
@@ -55,7 +59,8 @@ agent = Agent(policy, [look_up_order, check_policy, refund, final_answer], name=
 def start(path: pathlib.Path) -> None:
     """Run until the refund waits for a human; save the paused notebook; say what waits."""
     ctx = agent.run(QUESTION).context
-    _save(path, ctx)
+    with _lock(path):  # not while someone decides on the run already in the file
+        _save(path, ctx)
     print(story(ctx))
     print(f"\nwaiting for a human: {ctx.pending.tool} {ctx.pending.args}")
     print(f"saved to {path.name}; decide with: approve {path.name} [--by NAME] [--args JSON]"
@@ -64,21 +69,29 @@ def start(path: pathlib.Path) -> None:
 
 def finish(path: pathlib.Path, options: argparse.Namespace) -> None:
     """Load the paused notebook, write the verdict into it, let the agent finish, save it, tell the story."""
-    with open(path.with_name(path.name + ".lock"), "w") as lock:
-        # subtle: one decision at a time. Without the lock, two approvals at the same moment
-        # would each load the paused run and each pay; with it, the second loads the finished one.
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    # subtle: one decision at a time. Without the lock, two approvals at the same moment
+    # would each load the paused run and each pay; with it, the second loads the finished one.
+    with _lock(path):
         ctx = check(Context.from_json(path.read_text(encoding="utf-8")))  # the file may have been edited
-        if options.command == "approve":
-            args = None if options.args is None else _parse(options.args)
-            ctx = approve(ctx, by=options.by, args=args, tool=refund)
-        else:
-            ctx = deny(ctx, options.reason, by=options.by, tool=refund)
-        _save(path, ctx)  # the verdict first: should the run fail later, the human is not asked again
+        if not ctx.last().is_verdict:  # (one is there if a run failed after it: it is carried out, not asked again)
+            if options.command == "approve":
+                args = None if options.args is None else _parse(options.args)
+                ctx = approve(ctx, by=options.by, args=args, tool=refund)
+            else:
+                ctx = deny(ctx, options.reason, by=options.by, tool=refund)
+            _save(path, ctx)  # the verdict first: should the run fail later, the human is not asked again
         for step in agent.steps(context=ctx):
             _save(path, step.context)  # and every step as it is taken, so a tool that ran is never run again
         ctx = step.context
     print(story(ctx))
+
+
+@contextlib.contextmanager
+def _lock(path: pathlib.Path):
+    """Hold the run's lock file (beside it) for as long as the with-block runs; others wait."""
+    with open(path.with_name(path.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, even if this process dies
+        yield
 
 
 def _save(path: pathlib.Path, ctx: Context) -> None:

@@ -5,7 +5,7 @@ import pathlib
 import subprocess
 import sys
 
-from microagent import USER, Context
+from microagent import USER, Context, approve
 from microagent.invariants import check
 from test_examples import REFUND_STORY
 
@@ -160,3 +160,14 @@ def test_two_approvals_racing_for_one_file_run_the_refund_once(tmp_path):
         assert outcomes == [(0, ""), (1, "pause_resume.py: error: nothing in this notebook is waiting for approval\n")]
         ctx = check(Context.from_json((folder / "run.json").read_text(encoding="utf-8")))
         assert [m.name for m in ctx if m.is_result].count("issue_refund") == 1
+
+
+def test_a_verdict_saved_by_a_run_that_failed_is_carried_out_once_and_never_asked_again(tmp_path):
+    run("pause_resume.py", "start", "run.json", cwd=tmp_path)
+    saved = tmp_path / "run.json"
+    # the verdict as pause_resume saves it, before a run that then failed
+    saved.write_text(approve(Context.from_json(saved.read_text()), by="alice").to_json(), encoding="utf-8")
+    out = run("pause_resume.py", "deny", "run.json", "--reason", "too late", cwd=tmp_path).stdout
+    assert "alice approved issue_refund" in out and "too late" not in out  # alice's yes stands
+    ctx = check(Context.from_json(saved.read_text(encoding="utf-8")))
+    assert [m.name for m in ctx if m.is_result].count("issue_refund") == 1 and ctx.pending is None
