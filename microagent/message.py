@@ -1,14 +1,24 @@
 """A Message is one note in the office notebook.
 
-Who wrote it (role), what it says (content), and which coworker or agent it
-belongs to (name). A note that records a decision also says which tool was
-called and with which arguments, so a run can be replayed from its notes alone.
-A tool note that says something went wrong (an unknown tool, bad arguments, a
-tool that raised, a denied approval) is marked `error=True`.
+Who wrote it (role), what it says (content), and the name of whoever wrote it
+(name: the agent, the tool, or the human who ruled). A note that records a
+decision also says which tool was called and with which arguments, so a run can
+be replayed from its notes alone. A note that says something went wrong is
+marked `error=True`.
 
 The one rule: a note is written in pen. Message is frozen and holds only
 immutable values (strings, None, a flag, a tuple of other notes), so it hashes and
 compares by value and can never change behind anyone's back.
+
+A run writes seven kinds of note, each named once, here, by `kind`:
+
+    system     what the assistant was told before it started
+    question   someone asked the assistant something
+    decision   the brain chose a move: a tool to call, with arguments
+    verdict    a human ruled on a waiting decision (no arguments: a no)
+    result     what a tool handed back (error=True: what went wrong)
+    remark     the assistant's own note: out of steps, a summary of earlier notes
+    no_move    the brain's reply held no move; the note says what was wrong
 
 It does not know about notebooks, tools or brains; those are built on top.
 """
@@ -21,20 +31,15 @@ ROLES = (SYSTEM, USER, ASSISTANT, TOOL)
 
 @dataclass(frozen=True)
 class Message:
-    """One note: who wrote it (role), what it says (content), and for a decision, the call it made.
-
-    A run is made of four kinds of note, each named by a property below: a question,
-    a decision, a human's verdict on a decision, and a tool's result. The system note
-    and the assistant's own remarks (out of steps, a memory summary) are the others.
-    """
+    """One note: who wrote it (role, name), what it says (content), and for a decision, its call."""
 
     role: str                # one of ROLES
-    content: str             # what the note says
-    name: str | None = None  # a tool note: the tool; an assistant note: the agent; an approval: who
-    tool: str | None = None  # a decision (or a human's verdict on one): the tool called
-    args: str | None = None  # ... and its arguments, as JSON text (a dict would be mutable)
-    notes: tuple["Message", ...] = ()  # a result: what an inner agent did; a summary: the notes it folded
-    error: bool = False      # a tool note saying something went wrong: the brain reads why in content
+    content: str
+    name: str | None = None  # who wrote it: the agent, the tool, or the human who ruled
+    tool: str | None = None  # a decision: the tool it calls (a verdict: the tool it rules on)
+    args: str | None = None  # ... and the arguments, as JSON text (a dict would be mutable)
+    notes: tuple["Message", ...] = ()  # a result from an agent used as a tool: its whole run
+    error: bool = False      # something went wrong; content says what
 
     def __post_init__(self):
         if self.role not in ROLES:
@@ -43,26 +48,20 @@ class Message:
             value = getattr(self, field)
             if not (isinstance(value, str) or (value is None and field != "content")):
                 raise TypeError(f"a message's {field} must be a string, not {type(value).__name__}")
-        if not isinstance(self.notes, tuple) or not all(isinstance(m, Message) for m in self.notes):
+        if not (isinstance(self.notes, tuple) and all(isinstance(m, Message) for m in self.notes)):
             raise TypeError("a message's notes must be a tuple of Messages")
-
-    # the four kinds of note a run is made of, each named once and used everywhere
-    @property
-    def is_question(self) -> bool:
-        """Someone asked the assistant something: a user note that is not a verdict."""
-        return self.role == USER and self.tool is None
+        if type(self.error) is not bool:  # 1 or "yes" would pass for a flag, and not compare as one
+            raise TypeError(f"a message's error must be True or False, not {self.error!r}")
 
     @property
-    def is_decision(self) -> bool:
-        """The brain chose a move: an assistant note naming the tool it calls."""
-        return self.role == ASSISTANT and self.tool is not None
-
-    @property
-    def is_verdict(self) -> bool:
-        """A human ruled on the waiting decision: a user note naming its tool (args None: a no)."""
-        return self.role == USER and self.tool is not None
-
-    @property
-    def is_result(self) -> bool:
-        """What a tool handed back: a tool note."""
-        return self.role == TOOL
+    def kind(self) -> str:
+        """Which of the seven kinds of note this is (see above), read off its role and fields."""
+        if self.role == SYSTEM:
+            return "system"
+        if self.role == TOOL:
+            return "result"
+        if self.role == USER:
+            return "question" if self.tool is None else "verdict"
+        if self.tool is not None:
+            return "decision"
+        return "no_move" if self.error else "remark"

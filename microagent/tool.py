@@ -1,121 +1,166 @@
 """A Tool is a coworker the assistant can call.
 
 It has a name so the brain can ask for it, a description so the brain knows
-what it is for, the function that does the work, the JSON Schema of that
-function's arguments, and two flags: whether calling it ends the job (the final
-answer is such a tool) and whether a human must approve each call first.
+what it is for, the function that does the work, and two flags: whether
+calling it ends the job (the final answer is such a tool) and whether a human
+must approve each call first. It also knows the JSON Schema of its arguments:
+what a language model is shown, and what every call is checked against before
+the function runs, so arguments that don't fit never reach it.
 
-The schema is what a language model is shown, and what every call is checked
-against before the function runs: arguments that don't fit never reach it.
-`as_tool` (microagent.schema) reads the schema off a function's type hints, so
-a tool is usually one decorated function.
+    Tool("look_up_order", "Look up an order by its id", look_up_order)
+
+reads the schema off the function's parameters: their names, and which ones
+must be given. `@as_tool` (microagent.schema) reads their types from the type
+hints too, which a language model needs; or pass `schema=` yourself.
 
 The one rule: a tool is called with keyword arguments and hands back a string
 (or a whole tool note, when it has more to report, like an agent used as a tool).
+`run(args)` is how the loop calls it: JSON text in, a tool note out, and every
+failure (arguments that don't fit, an exception) an error note.
 
 It checks the schema's types, required and unexpected names, enums and the items
 of arrays; not the rest of JSON Schema. It does not coerce ("3" is not an int).
 """
 
+import inspect
 import json
 import math
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from microagent.message import Message
+from microagent.message import TOOL, Message
 
 
 @dataclass(eq=False)  # two tools are the same coworker only if they are the same object
 class Tool:
-    """A coworker: its name, what it is for (`description`), the function `fn`, and two flags.
-
-    `schema` is the JSON Schema of fn's arguments, what a model is shown; `check(args)`
-    says what is wrong with arguments for it. `terminal`: calling the tool ends the run
-    (the final answer). `needs_approval`: the run pauses before each call for a human.
-    """
+    """A coworker: a name, what it is for, the function `fn`, two flags, and the schema of its arguments."""
 
     name: str
     description: str
     fn: Callable[..., object]
-    schema: dict                  # {"type": "object", "properties": {name: schema}, "required": [name]}
     terminal: bool = False        # calling it ends the run (the final answer)
-    needs_approval: bool = False  # the run pauses before it until a human decides
+    needs_approval: bool = False  # the run pauses before each call until a human decides
+    schema: dict | None = None    # JSON Schema of fn's arguments (None: read off fn)
 
     def __post_init__(self):
-        if not (isinstance(self.name, str) and self.name.isidentifier()):
-            raise ValueError(f"a tool's name must be a word like look_up_order, not {self.name!r}")
+        if not (isinstance(self.name, str) and self.name.replace("-", "_").isidentifier()):
+            raise ValueError(f"a tool's name is a word like look_up_order (letters, digits, _ or -), "
+                             f"not {self.name!r}")
+        if self.schema is None:
+            params = inspect.signature(self.fn).parameters.values()
+            self.schema = {"type": "object", "properties": {p.name: {} for p in params},
+                           "required": [p.name for p in params if p.default is p.empty]}
 
     def __call__(self, **kwargs) -> str | Message:
         out = self.fn(**kwargs)
         return out if isinstance(out, Message) else str(out)
 
-    def check(self, args: dict) -> str | None:
-        """What is wrong with these arguments for this tool, or None if they fit."""
-        return _mismatch(args, self.schema, "the arguments")
+    def refused(self, args: str) -> Message | None:
+        """The error note for arguments (JSON text) that don't fit this tool; None if they fit."""
+        return self._read(args)[1]
+
+    def run(self, args: str) -> Message:
+        """Call the tool with a decision's arguments (JSON text): its note, or an error note."""
+        kwargs, refused = self._read(args)
+        if refused:
+            return refused
+        try:
+            out = self(**kwargs)
+        except Exception as e:  # the tool's failure is news for the brain, not a crash
+            return error_note(self.name, f"{self.name} failed: {type(e).__name__}: {_said(e)}")
+        if isinstance(out, Message):  # a whole note (an agent used as a tool): keep its notes
+            return Message(TOOL, out.content, self.name, notes=out.notes, error=out.error)
+        return Message(TOOL, out, self.name)
+
+    def _read(self, args):
+        try:
+            kwargs = read_json(args)
+            problem = _mismatch(kwargs, self.schema, "the arguments")
+        except ValueError as e:
+            kwargs, problem = None, str(e)
+        return kwargs, problem and error_note(self.name, f"bad arguments for {self.name}: {problem}")
 
 
-def read_args(text: str) -> dict:
-    """A decision's arguments, from JSON text to a dict; a ValueError says what is wrong.
+def error_note(tool_name: str, problem: str) -> Message:
+    """A tool note that says what went wrong, flagged so that code can tell."""
+    return Message(TOOL, "error: " + problem, tool_name, error=True)
 
-    >>> read_args('{"amount": 1, "amount": 9999}')
+
+def read_json(text: str):
+    """JSON from outside, read strictly: each key once, finite numbers, sane nesting.
+
+    A reader that kept the last of two keys would let a human be shown one amount
+    while another is paid, so a key given twice is a ValueError, never a guess.
+
+    >>> read_json('{"amount": 1, "amount": 9999}')
     Traceback (most recent call last):
     ...
-    ValueError: the arguments give "amount" twice: say each once
+    ValueError: "amount" is given twice: say each once
     """
     try:
-        args = _STRICT.decode(text)
-    except RecursionError:  # "[" * 100000: no tool takes that, and no reader should crash on it
-        raise ValueError("the arguments are nested too deeply to read") from None
+        return _STRICT.decode(text)
+    except RecursionError:  # "[" * 100000: nothing we read is that deep
+        raise ValueError("the JSON is nested too deeply to read") from None
     except json.JSONDecodeError as e:
-        raise ValueError(f"the arguments are not valid JSON ({e})") from None
-    if not isinstance(args, dict):
-        raise ValueError("the arguments must be a JSON object")
-    return args
+        raise ValueError(f"the text is not valid JSON ({e})") from None
 
 
-def _once_each(pairs: list[tuple[str, object]]) -> dict:
-    # subtle: for a key given twice JSON keeps the last, so a human shown the first
-    # would approve one amount while another is paid. Refuse the doubt instead.
-    args = dict(pairs)
-    if len(args) < len(pairs):
-        twice = next(key for key, n in Counter(key for key, _ in pairs).items() if n > 1)
-        raise ValueError(f'the arguments give "{twice}" twice: say each once')
-    return args
+def _once_each(pairs):
+    seen = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ValueError(f'"{key}" is given twice: say each once')
+        seen[key] = value
+    return seen
 
 
-_STRICT = json.JSONDecoder(object_pairs_hook=_once_each)  # made once: json.loads(text, hook) makes one a call
+def _finite(text):
+    if not math.isfinite(number := float(text)):  # NaN, Infinity, and 1e999 (it reads as inf)
+        raise ValueError(f"{text} is not a number JSON can hold")
+    return number
 
 
-def _mismatch(value, schema: dict, where: str) -> str | None:
+# made once: json.loads(text, hooks) would make a new decoder on every call
+_STRICT = json.JSONDecoder(object_pairs_hook=_once_each, parse_float=_finite,
+                           parse_constant=_finite)
+
+
+def _said(e):
+    try:
+        return str(e)
+    except Exception:  # an exception that can't even say what it is
+        return "(it could not say why)"
+
+
+def _mismatch(value, schema, where):
     """What is wrong with a JSON value for a schema, in words, or None if it fits."""
-    # subtle: True == 1 == 1.0 in Python, so an enum compares the type too
-    if "enum" in schema and (type(value), value) not in [(type(v), v) for v in schema["enum"]]:
-        return f"{where} must be one of {schema['enum']}, not {value!r}"
     kinds = schema.get("type", [])
     kinds = [kinds] if isinstance(kinds, str) else kinds
-    if kinds and not any(type(value) in _PY[k] for k in kinds):  # subtle: True is an int in Python, not in JSON
+    is_a = _JSON.get(type(value))  # type(), not isinstance(): True is an int in Python
+    if kinds and is_a not in kinds and not (is_a == "integer" and "number" in kinds):
         return f"{where} must be {' or '.join(kinds)}, not {type(value).__name__} {value!r}"
-    if isinstance(value, float) and not math.isfinite(value):  # JSON's 1e999 reads as inf: no amount is that
-        return f"{where} must be a finite number, not {value!r}"
+    # True == 1 == 1.0 in Python, so an enum compares the types too
+    if "enum" in schema and (type(value), value) not in [(type(v), v) for v in schema["enum"]]:
+        return f"{where} must be one of {schema['enum']}, not {value!r}"
     if isinstance(value, dict) and "properties" in schema:  # the arguments themselves
         props = schema["properties"]
         missing = [n for n in schema.get("required", []) if n not in value]
-        unexpected = [n for n in value if n not in props]
-        takes = f"(it takes: {', '.join(props) or 'nothing'})"
-        if missing:
-            return f"missing {', '.join(missing)} {takes}"
-        if unexpected:
-            return f"unexpected {', '.join(unexpected)} {takes}"
-        return next(filter(None, (_mismatch(v, props[n], n) for n, v in value.items())), None)  # the first, if any
-    if isinstance(value, list) and "items" in schema:
-        return next(filter(None, (_mismatch(v, schema["items"], f"{where}[{i}]") for i, v in enumerate(value))), None)
-    return None
+        odd = missing or [n for n in value if n not in props]
+        if odd:
+            return (f"{'missing' if missing else 'unexpected'} {', '.join(odd)} "
+                    f"(it takes: {', '.join(props) or 'nothing'})")
+        inner = [_mismatch(v, props[n], n) for n, v in value.items()]
+    elif isinstance(value, list) and "items" in schema:
+        inner = [_mismatch(v, schema["items"], f"{where}[{i}]") for i, v in enumerate(value)]
+    else:
+        return None
+    return next(filter(None, inner), None)  # the first problem inside, if any
 
 
-_PY = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,), "object": (dict,),
-       "array": (list,), "null": (type(None),)}  # JSON type -> the exact Python types it reads as
+_JSON = {str: "string", int: "integer", float: "number", bool: "boolean", dict: "object",
+         list: "array", type(None): "null"}  # the Python type a JSON value reads as -> its JSON type
 
-final_answer = Tool(
-    "final_answer", "Give the final answer to the person who asked; this ends the run.", lambda answer: answer,
-    {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}, terminal=True)
+final_answer = Tool("final_answer", "Give the final answer to the person who asked; this ends the run.",
+                    lambda answer: answer, terminal=True,
+                    schema={"type": "object", "properties": {"answer": {"type": "string"}},
+                            "required": ["answer"]})
