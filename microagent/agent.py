@@ -31,8 +31,8 @@ already handed you the notebook as it stood. No threads, no async, no retries.
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from types import MappingProxyType
+from typing import NamedTuple
 
 from microagent.context import Context
 from microagent.message import ASSISTANT, USER, Message
@@ -42,8 +42,7 @@ from microagent.tool import Tool, error_note
 DONE, PAUSED, CANCELLED, OUT_OF_STEPS = "done", "paused", "cancelled", "out_of_steps"
 
 
-@dataclass(frozen=True)
-class Step:
+class Step(NamedTuple):  # as frozen as a dataclass, and cheaper to make once a turn
     """One turn, as the caller sees it; the last Step of a run says why it stopped."""
 
     context: Context               # the whole notebook after this step: keep it to keep the run
@@ -64,7 +63,9 @@ class Agent:
             raise TypeError("tools must be a list of Tools: Tool(name, description, fn), or @as_tool")
         if not (type(max_steps) is int and max_steps >= 0):  # True is an int in Python
             raise ValueError(f"max_steps must be a whole number, 0 or more, not {max_steps!r}")
-        self.policy, self.max_steps, self.name = policy, max_steps, name
+        self.policy = policy
+        self.max_steps = max_steps
+        self.name = name
         self.tools = MappingProxyType({t.name: t for t in tools})  # name -> Tool, read-only
         if len(self.tools) != len(tools):
             raise ValueError(f"two tools share a name: {[t.name for t in tools]}")
@@ -78,13 +79,11 @@ class Agent:
         ctx = self.start(task)
         turns = _turns(ctx)  # counted from the notebook, so the budget spans a resume
         while not (stop := self.why_stop(ctx, cancel)) and turns < self.max_steps:
-            action = self.policy(ctx, self.tools)  # decide
-            ctx = ctx.add(self.decision(action))    # write the decision down
-            result = self.act(action)               # act
-            if result:
-                ctx = ctx.add(result)               # write the result down
+            action = self.policy(ctx, self.tools)           # decide
+            came = self.act(action)                         # act: the result note, if any
+            ctx = ctx.add(self.decision(action), *came)     # write it down: the decision, its result
             turns += 1
-            yield Step(ctx, action, result)
+            yield Step(ctx, action, *came)
         if stop is None:  # the budget is spent: a note says so, and that note ends the run
             stop = OUT_OF_STEPS
             ctx = ctx.add(Message(ASSISTANT, f"out of steps: stopped after {turns} turns "
@@ -111,37 +110,39 @@ class Agent:
 
         DONE, PAUSED, OUT_OF_STEPS, or CANCELLED (only if `cancel` is set).
         """
-        last = ctx.last()
-        tool = self.tools.get(last.name) if last.kind == "result" else None
+        last = ctx.messages[-1]
+        kind = last.kind
+        tool = self.tools.get(last.name) if kind == "result" else None
         if tool and tool.terminal and not last.error:  # a terminal tool has answered
             return DONE
-        if last.kind in ("decision", "verdict"):  # nothing answered it: it waits for a human
+        if kind in ("decision", "verdict"):  # nothing answered it: it waits for a human
             return PAUSED
-        if last.kind == "remark":  # the loop's note that the budget was spent
+        if kind == "remark":  # the loop's note that the budget was spent
             return OUT_OF_STEPS
-        if cancel is not None and cancel.is_set():
+        if cancel and cancel.is_set():
             return CANCELLED
         return None
 
     def decision(self, action: Action) -> Message:
         """The note of what the brain decided: the call it makes, or why it made none."""
+        no_move = action.tool is None  # then the reasoning says what was wrong
+        return Message(ASSISTANT, action.reasoning, self.name, action.tool,
+                       None if no_move else action.args, error=no_move)
+
+    def act(self, action: Action) -> tuple[Message, ...]:
+        """Carry out a move: what came of it, a result or an error note (none if nothing runs yet)."""
         if not isinstance(action, Action):
             raise TypeError(f"the policy must return an Action, not {action!r}")
-        if action.tool is None:  # no move: the reasoning says what was wrong
-            return Message(ASSISTANT, action.reasoning, self.name, error=True)
-        return Message(ASSISTANT, action.reasoning, self.name, action.tool, action.args)
-
-    def act(self, action: Action) -> Message | None:
-        """Carry out a move: the tool's note, an error note, or None if nothing runs yet."""
         tool = self.tools.get(action.tool)
         if action.tool is None:  # no move: there is nothing to call
-            return None
+            return ()
         if tool is None:
-            return error_note(action.tool, f"there is no tool named {action.tool!r}; "
-                                           f"the tools are: {', '.join(self.tools)}")
+            return (error_note(action.tool, f"there is no tool named {action.tool!r}; "
+                                            f"the tools are: {', '.join(self.tools)}"),)
         if tool.needs_approval:  # it waits for a human; a call that can't fit is refused now
-            return tool.refused(action.args)
-        return tool.run(action.args)
+            refused = tool.refused(action.args)
+            return (refused,) if refused else ()
+        return (tool.run(action.args),)
 
 
 def _turns(ctx):

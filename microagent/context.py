@@ -30,9 +30,10 @@ class Context:
 
     def add(self, *msgs: Message) -> "Context":
         """A new notebook with `msgs` appended; this one is left as it was."""
-        if not all(isinstance(m, Message) for m in msgs):
-            raise TypeError("Context.add takes Messages, one per argument: ctx.add(note), "
-                            "or ctx.add(*notes)")
+        for m in msgs:
+            if not isinstance(m, Message):
+                raise TypeError("Context.add takes Messages, one per argument: ctx.add(note), "
+                                "or ctx.add(*notes)")
         return Context(self.messages + msgs)
 
     def last(self) -> Message | None:

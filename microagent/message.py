@@ -29,7 +29,7 @@ SYSTEM, USER, ASSISTANT, TOOL = "system", "user", "assistant", "tool"
 ROLES = (SYSTEM, USER, ASSISTANT, TOOL)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Message:
     """One note: who wrote it (role, name), what it says (content), and for a decision, its call."""
 
@@ -48,7 +48,7 @@ class Message:
             value = getattr(self, field)
             if not (isinstance(value, str) or (value is None and field != "content")):
                 raise TypeError(f"a message's {field} must be a string, not {type(value).__name__}")
-        if not (isinstance(self.notes, tuple) and all(isinstance(m, Message) for m in self.notes)):
+        if type(self.notes) is not tuple or (self.notes and any(type(m) is not Message for m in self.notes)):
             raise TypeError("a message's notes must be a tuple of Messages")
         if type(self.error) is not bool:  # 1 or "yes" would pass for a flag, and not compare as one
             raise TypeError(f"a message's error must be True or False, not {self.error!r}")

@@ -26,7 +26,7 @@ import inspect
 import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from microagent.message import TOOL, Message
 
@@ -46,9 +46,11 @@ class Tool:
         if not (isinstance(self.name, str) and self.name.replace("-", "_").isidentifier()):
             raise ValueError(f"a tool's name is a word like look_up_order (letters, digits, _ or -), "
                              f"not {self.name!r}")
-        if self.schema is None:
+        if self.schema is None:  # each parameter's plain hint (str, int, ...) is its type
             params = inspect.signature(self.fn).parameters.values()
-            self.schema = {"type": "object", "properties": {p.name: {} for p in params},
+            self.schema = {"type": "object", "properties": {p.name: {"type": JSON_TYPES[p.annotation]}
+                                                            if p.annotation in JSON_TYPES else {}
+                                                            for p in params},
                            "required": [p.name for p in params if p.default is p.empty]}
 
     def __call__(self, **kwargs) -> str | Message:
@@ -65,12 +67,12 @@ class Tool:
         if refused:
             return refused
         try:
-            out = self(**kwargs)
+            out = self.fn(**kwargs)
         except Exception as e:  # the tool's failure is news for the brain, not a crash
             return error_note(self.name, f"{self.name} failed: {type(e).__name__}: {_said(e)}")
         if isinstance(out, Message):  # a whole note (an agent used as a tool): keep its notes
-            return Message(TOOL, out.content, self.name, notes=out.notes, error=out.error)
-        return Message(TOOL, out, self.name)
+            return replace(out, role=TOOL, name=self.name)
+        return Message(TOOL, str(out), self.name)
 
     def _read(self, args):
         try:
@@ -134,33 +136,38 @@ def _said(e):
 
 def _mismatch(value, schema, where):
     """What is wrong with a JSON value for a schema, in words, or None if it fits."""
-    kinds = schema.get("type", [])
-    kinds = [kinds] if isinstance(kinds, str) else kinds
-    is_a = _JSON.get(type(value))  # type(), not isinstance(): True is an int in Python
+    kinds = schema.get("type", ())
+    kinds = (kinds,) if isinstance(kinds, str) else kinds
+    is_a = JSON_TYPES.get(type(value))  # type(), not isinstance(): True is an int in Python
     if kinds and is_a not in kinds and not (is_a == "integer" and "number" in kinds):
         return f"{where} must be {' or '.join(kinds)}, not {type(value).__name__} {value!r}"
     # True == 1 == 1.0 in Python, so an enum compares the types too
     if "enum" in schema and (type(value), value) not in [(type(v), v) for v in schema["enum"]]:
         return f"{where} must be one of {schema['enum']}, not {value!r}"
-    if isinstance(value, dict) and "properties" in schema:  # the arguments themselves
+    if is_a == "object" and "properties" in schema:  # the arguments themselves
         props = schema["properties"]
-        missing = [n for n in schema.get("required", []) if n not in value]
-        odd = missing or [n for n in value if n not in props]
-        if odd:
+        missing = [n for n in schema.get("required", ()) if n not in value]
+        if missing or value.keys() - props.keys():
+            odd = missing or [n for n in value if n not in props]
             return (f"{'missing' if missing else 'unexpected'} {', '.join(odd)} "
                     f"(it takes: {', '.join(props) or 'nothing'})")
-        inner = [_mismatch(v, props[n], n) for n, v in value.items()]
-    elif isinstance(value, list) and "items" in schema:
-        inner = [_mismatch(v, schema["items"], f"{where}[{i}]") for i, v in enumerate(value)]
-    else:
-        return None
-    return next(filter(None, inner), None)  # the first problem inside, if any
+        for n, v in value.items():  # the first problem inside, if any
+            if problem := _mismatch(v, props[n], n):
+                return problem
+    elif is_a == "array" and "items" in schema:
+        for i, v in enumerate(value):
+            if problem := _mismatch(v, schema["items"], f"{where}[{i}]"):
+                return problem
+    return None
 
 
-_JSON = {str: "string", int: "integer", float: "number", bool: "boolean", dict: "object",
-         list: "array", type(None): "null"}  # the Python type a JSON value reads as -> its JSON type
+JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", dict: "object",
+              list: "array", type(None): "null"}  # a Python type -> the JSON type it reads as
+
+
+def _final_answer(answer: str) -> str:
+    return answer
+
 
 final_answer = Tool("final_answer", "Give the final answer to the person who asked; this ends the run.",
-                    lambda answer: answer, terminal=True,
-                    schema={"type": "object", "properties": {"answer": {"type": "string"}},
-                            "required": ["answer"]})
+                    _final_answer, terminal=True)

@@ -11,23 +11,29 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "microagent"
 CORE = ["message", "context", "tool", "policy", "agent"]
 README = (ROOT / "README.md").read_text()
+BOOK = sorted(p.stem for p in PACKAGE.glob("*.py"))            # every .py file in microagent/ is the book
+WORKSHOP = sorted(p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists())
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import size  # noqa: E402  (benchmarks/size.py, the counter the README quotes)
 
 
-def module_imports(name: str) -> set[str]:
-    """The microagent modules a module imports, anywhere in it (inside functions too)."""
-    tree = ast.parse((ROOT / "microagent" / f"{name}.py").read_text())
-    found = set()
-    for node in ast.walk(tree):
+def imports(path: pathlib.Path) -> list[tuple[str, list[str]]]:
+    """(module, names) for each microagent import in a file, anywhere in it (inside functions too)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("microagent"):
-            found.add(node.module.removeprefix("microagent."))
+            found.append((node.module, [a.name for a in node.names]))
         elif isinstance(node, ast.Import):
-            found.update(a.name.removeprefix("microagent.") for a in node.names if a.name.startswith("microagent"))
+            found += [(a.name, []) for a in node.names if a.name.startswith("microagent")]
     return found
+
+
+def book_imports(name: str) -> set[str]:
+    return {module.removeprefix("microagent.") for module, _ in imports(PACKAGE / f"{name}.py")}
 
 
 # the one exception, and why: Jupyter shows a Context as its story, and the story
@@ -38,30 +44,60 @@ REACHES_UP = {"context": {"trace"}}
 def test_the_core_imports_only_downward():
     for i, name in enumerate(CORE):
         allowed = set(CORE[:i]) | REACHES_UP.get(name, set())
-        assert module_imports(name) <= allowed, f"{name}.py imports from above itself"
+        assert book_imports(name) <= allowed, f"{name}.py imports from above itself"
 
 
-def test_modules_on_top_are_imported_by_nothing_in_the_core():
-    on_top = {p.stem for p in (ROOT / "microagent").glob("*.py")} - set(CORE) - {"__init__", "__main__"}
-    for name in CORE:
-        reaching_up = module_imports(name) & on_top
-        assert reaching_up <= REACHES_UP.get(name, set()), f"{name}.py imports a module built on top of the core"
+def test_the_book_imports_nothing_from_the_workshop():
+    for name in BOOK:
+        reaching = {m.split(".")[0] for m in book_imports(name)} & set(WORKSHOP)
+        assert not reaching, f"microagent/{name}.py imports the workshop: {reaching}"
+
+
+def test_the_workshop_uses_only_the_books_public_names():
+    assert WORKSHOP, "the workshop has folders of its own"
+    for folder in WORKSHOP:
+        assert (PACKAGE / folder / "README.md").exists(), f"microagent/{folder}/ says what it is in a README"
+        for path in (PACKAGE / folder).rglob("*.py"):
+            for module, names in imports(path):
+                inside = module.removeprefix("microagent.").split(".")[0]
+                if inside == folder:
+                    continue  # its own modules
+                assert inside in BOOK or module == "microagent", f"{path.name} imports {module}: not the book"
+                private = [n for n in names if n.startswith("_")]
+                assert not private, f"{path.relative_to(ROOT)} reaches into the book for {private}"
 
 
 def test_init_only_re_exports():
-    tree = ast.parse((ROOT / "microagent" / "__init__.py").read_text())
+    tree = ast.parse((PACKAGE / "__init__.py").read_text())
     for node in tree.body:
         is_docstring = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
         is_all = isinstance(node, ast.Assign) and [t.id for t in node.targets] == ["__all__"]
         assert is_docstring or is_all or isinstance(node, ast.ImportFrom), ast.dump(node)[:80]
 
 
+def test_the_core_is_within_its_budget_of_tokens_and_lines_and_reads_without_long_lines():
+    counts = size.sizes()
+    assert sum(tokens for _, tokens in counts.values()) <= 2200, "the core has outgrown one sitting"
+    assert counts["agent"][0] <= 100, "agent.py has outgrown its 100 lines of code"
+    for name in CORE:
+        long = [n for n, line in enumerate((PACKAGE / f"{name}.py").read_text().splitlines(), 1) if len(line) > 90]
+        assert not long, f"{name}.py has lines over 90 columns: {long}"
+
+
 def test_the_readme_quotes_the_true_size_of_each_core_module():
     counts = size.sizes()
-    for name, n in counts.items():
-        assert f"| {name}.py | {n} |" in README, f"the README's size for {name}.py is stale: it is {n} now"
-    assert f"| **the core** | **{sum(counts.values())}** |" in README
-    assert sum(counts.values()) <= 330, "the core has outgrown one sitting"
+    for name, (lines, tokens) in counts.items():
+        assert f"| {name}.py | {lines} | {tokens:,} |" in README, \
+            f"the README's size for {name}.py is stale: it is {lines} lines, {tokens:,} tokens now"
+    lines, tokens = sum(n for n, _ in counts.values()), sum(t for _, t in counts.values())
+    assert f"| **the core** | **{lines}** | **{tokens:,}** |" in README
+
+
+def test_the_readme_is_a_front_door_a_learner_finishes():
+    assert len(README.splitlines()) <= 200
+    order = [README.index(heading) for heading in ("## The five pieces", "## The rules of the loop",
+                                                    "## Set up", "## What the core refuses")]
+    assert order == sorted(order)
 
 
 def test_the_readme_taste_runs_and_prints_what_its_comments_say():
@@ -72,6 +108,12 @@ def test_the_readme_taste_runs_and_prints_what_its_comments_say():
     with contextlib.redirect_stdout(printed):
         exec(compile(code, "README.md", "exec"), {})
     assert printed.getvalue().splitlines() == promised
+
+
+def test_every_python_block_in_the_readme_runs():
+    for i, block in enumerate(re.findall(r"```python\n(.*?)```", README, re.S)):
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(compile(block, f"README.md, python block {i}", "exec"), {})
 
 
 def test_ci_runs_the_readme_test_command():
@@ -87,7 +129,8 @@ def test_no_runtime_dependencies():
 
 def test_the_code_passes_the_linter():
     pytest.importorskip("ruff")
-    out = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", str(ROOT)], capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", str(ROOT)], capture_output=True,
+                         text=True)
     assert out.returncode == 0, out.stdout
 
 
@@ -98,3 +141,13 @@ def test_every_public_class_says_what_it_is_in_help():
         if isinstance(thing, type):  # a dataclass with no docstring gets its own signature as one
             assert thing.__doc__ and not thing.__doc__.startswith(f"{name}("), f"help({name}) says nothing"
     assert "schema" in microagent.Tool.__doc__ and "stop" in microagent.Step.__doc__
+
+
+def test_the_one_word_for_each_concept_is_the_one_the_code_uses():
+    # words that meant two things, or a second word for one thing, before the book was rewritten
+    gone = [r"\bis_(question|decision|verdict|result)\b", r"\bunfolded\b", r"\binner_run\b", r"\bIN_WORDS\b",
+            r"\bdecisions\(", r"\brecorded\(", r"\breplayed\(", r"\.pending\b", r"\bdigest\("]
+    for path in [*PACKAGE.rglob("*.py"), *PACKAGE.rglob("*.js")]:
+        text = path.read_text()
+        found = [word for word in gone if re.search(word, text)]
+        assert not found, f"{path.relative_to(ROOT)} still says {found}"

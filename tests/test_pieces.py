@@ -1,4 +1,4 @@
-"""The four data pieces: notes, the notebook, coworkers and decisions."""
+"""The four data pieces (notes, the notebook, coworkers, moves), and saving a notebook."""
 
 import dataclasses
 import json
@@ -7,8 +7,15 @@ from typing import Literal
 import pytest
 from hypothesis import given, strategies as st
 
-from microagent import ASSISTANT, TOOL, USER, Action, Context, Message, Tool, as_tool, final_answer
-from microagent.schema import schema_of
+from microagent.context import Context
+from microagent.message import ASSISTANT, ROLES, SYSTEM, TOOL, USER, Message
+from microagent.policy import Action
+from microagent.saving import from_json, to_json
+from microagent.schema import as_tool, schema_of
+from microagent.script import actions, scripted
+from microagent.tool import Tool, error_note, final_answer, read_json
+
+KINDS = ("system", "question", "decision", "verdict", "result", "remark", "no_move")
 
 
 # --- Message: one note, written in pen -------------------------------------------------
@@ -21,15 +28,45 @@ def test_a_message_is_frozen_and_compares_by_value():
     assert len({note, Message(USER, "hello"), Message(USER, "bye")}) == 2  # it hashes
 
 
-def test_a_message_refuses_what_it_cannot_hold():
-    with pytest.raises(ValueError, match="role must be one of system, user, assistant, tool"):
-        Message("boss", "hi")
-    with pytest.raises(TypeError, match="content must be a string"):
-        Message(USER, {"text": "hi"})
-    with pytest.raises(TypeError, match="args must be a string"):
-        Message(ASSISTANT, "", tool="t", args={"a": 1})  # a dict would be mutable
-    with pytest.raises(TypeError, match="notes must be a tuple of Messages"):
-        Message(TOOL, "x", name="t", notes=[Message(USER, "hi")])
+def test_the_articles_three_field_note_is_a_message():
+    assert Message("tool", "A1234, $79", name="look_up_order") == Message(TOOL, "A1234, $79", "look_up_order")
+
+
+@pytest.mark.parametrize("make, error, says", [
+    (lambda: Message("boss", "hi"), ValueError, "role must be one of system, user, assistant, tool"),
+    (lambda: Message(USER, {"text": "hi"}), TypeError, "content must be a string"),
+    (lambda: Message(USER, None), TypeError, "content must be a string"),
+    (lambda: Message(ASSISTANT, "", tool="t", args={"a": 1}), TypeError, "args must be a string"),
+    (lambda: Message(TOOL, "x", name=7), TypeError, "name must be a string"),
+    (lambda: Message(TOOL, "x", notes=[Message(USER, "hi")]), TypeError, "notes must be a tuple of Messages"),
+    (lambda: Message(TOOL, "x", notes=("hi",)), TypeError, "notes must be a tuple of Messages"),
+    (lambda: Message(TOOL, "x", error=1), TypeError, "error must be True or False"),
+    (lambda: Message(TOOL, "x", error=[]), TypeError, "error must be True or False"),
+    (lambda: Message(TOOL, "x", error="yes"), TypeError, "error must be True or False"),
+])
+def test_a_message_refuses_what_it_cannot_hold(make, error, says):
+    with pytest.raises(error, match=says):
+        make()
+
+
+@pytest.mark.parametrize("note, kind", [
+    (Message(SYSTEM, "be kind"), "system"),
+    (Message(USER, "refund A1234?"), "question"),
+    (Message(ASSISTANT, "pull it up", "support", "look_up_order", '{"order_id": "A1234"}'), "decision"),
+    (Message(USER, "approved", "alice", "issue_refund", '{"amount": 79}'), "verdict"),
+    (Message(USER, "send it back first", "alice", "issue_refund"), "verdict"),
+    (Message(TOOL, "A1234, $79", "look_up_order"), "result"),
+    (error_note("look_up_order", "no order A9"), "result"),
+    (Message(ASSISTANT, "out of steps: stopped after 3 turns", "support"), "remark"),
+    (Message(ASSISTANT, "your reply was cut off at 200 tokens", "support", error=True), "no_move"),
+])
+def test_every_note_is_one_of_seven_kinds(note, kind):
+    assert note.kind == kind
+
+
+@given(st.sampled_from(ROLES), st.none() | st.text(max_size=3), st.booleans())
+def test_every_possible_note_has_exactly_one_kind(role, tool, error):
+    assert Message(role, "", tool=tool, error=error).kind in KINDS
 
 
 # --- Context: the notebook you never erase ---------------------------------------------
@@ -40,28 +77,21 @@ def test_add_hands_back_a_new_notebook_and_leaves_the_old_one():
     two = one.add(Message(TOOL, "hello", name="final_answer"))
     assert (len(empty), len(one), len(two)) == (0, 1, 2)
     assert empty.last() is None and one.last().content == "hi" and two.last().content == "hello"
-    assert [m.role for m in two] == [USER, TOOL]
+    assert [m.role for m in two] == [USER, TOOL] and [m.role for m in two.messages] == [USER, TOOL]
     assert two[0] is one[0]  # the old notes are shared, never copied or changed
     with pytest.raises(dataclasses.FrozenInstanceError):
         two.messages = ()
     with pytest.raises(TypeError, match="takes Messages"):
         one.add("not a note")
+    with pytest.raises(TypeError, match="holds a tuple of Messages"):
+        Context([Message(USER, "hi")])
 
 
-def test_pending_is_the_decision_nobody_has_answered_yet():
-    asked = Context().add(Message(USER, "refund me"))
-    decided = asked.add(Message(ASSISTANT, "needs sign off", name="a", tool="refund", args="{}"))
-    verdict = decided.add(Message(USER, "approved", name="alice", tool="refund", args="{}"))
-    answered = verdict.add(Message(TOOL, "done", name="refund"))
-    assert asked.pending is None
-    assert decided.pending is decided.last()
-    assert verdict.pending is decided.last()  # still pending: the verdict is in, the tool has not run
-    assert answered.pending is None
-
+# --- saving: the notebook as JSON, and back ----------------------------------------------
 
 notes = st.builds(
     Message,
-    role=st.sampled_from([USER, ASSISTANT, TOOL, "system"]),
+    role=st.sampled_from(ROLES),
     content=st.text(),
     name=st.none() | st.text(),
     tool=st.none() | st.text(),
@@ -72,39 +102,85 @@ nested = st.builds(lambda m, inner: dataclasses.replace(m, notes=tuple(inner)), 
 
 
 @given(st.lists(nested, max_size=8))
-def test_json_round_trips_any_notebook_exactly(messages):
+def test_saving_round_trips_any_notebook_exactly_and_always_encodes_as_utf8(messages):
     ctx = Context(tuple(messages))
-    assert Context.from_json(ctx.to_json()) == ctx
+    text = to_json(ctx)
+    text.encode("utf-8")  # even a lone surrogate in a note is written as an escape
+    assert from_json(text) == ctx and from_json(text.encode("utf-8")) == ctx
 
 
-def test_json_keeps_unicode_readable():
+def test_saving_keeps_unicode_readable():
     ctx = Context().add(Message(USER, "Rückerstattung für 注文 A1234? 🎧"))
-    assert "注文" in ctx.to_json()
-    assert Context.from_json(ctx.to_json()) == ctx
+    assert "注文" in to_json(ctx) and from_json(to_json(ctx)) == ctx
+
+
+FORMAT = '{"format": "microagent.context/1", "messages": '
 
 
 @pytest.mark.parametrize("text, says", [
     ("{not json", "not valid JSON"),
     ("[1, 2]", '"format"'),
     ('{"format": "something else", "messages": []}', '"format"'),
-    ('{"format": "microagent.context/1", "messages": {}}', '"messages"'),
-    ('{"format": "microagent.context/1", "messages": [{"role": "user"}]}', "message 0: .*missing 1 required positional argument: 'content'"),
-    ('{"format": "microagent.context/1", "messages": [{"role": "user", "content": "x", "secret": 1}]}', "message 0: .*unexpected keyword argument 'secret'"),
-    ('{"format": "microagent.context/1", "messages": [7]}', "message 0: .*not a mapping"),
-    ('{"format": "microagent.context/1", "messages": [{"role": "tool", "content": "x", "notes": 7}]}', "message 0 has notes that are not a list"),
-    ('{"format": "microagent.context/1", "messages": [{"role": "judge", "content": "x"}]}', "message 0: role must be one of"),
-    ('{"format": "microagent.context/1", "messages": [{"role": "user", "content": 7}]}', "message 0: a message's content must be a string"),
-    ('{"format": "microagent.context/1", "messages": [{"role": "tool", "content": "x", "notes": [{"role": "x", "content": ""}]}]}',
+    (FORMAT + '{}}', '"messages"'),
+    (FORMAT + '[{"role": "user"}]}', "message 0: .*missing 1 required positional argument: 'content'"),
+    (FORMAT + '[{"role": "user", "content": "x", "secret": 1}]}', "message 0: .*unexpected keyword argument 'secret'"),
+    (FORMAT + '[7]}', "message 0: .*not a mapping"),
+    (FORMAT + '[{"role": "tool", "content": "x", "notes": 7}]}', "message 0 has notes that are not a list"),
+    (FORMAT + '[{"role": "judge", "content": "x"}]}', "message 0: role must be one of"),
+    (FORMAT + '[{"role": "user", "content": 7}]}', "message 0: a message's content must be a string"),
+    (FORMAT + '[{"role": "tool", "content": "x", "error": []}]}', "message 0: a message's error must be True or False"),
+    (FORMAT + '[{"role": "tool", "content": "x", "error": 1}]}', "message 0: a message's error must be True or False"),
+    (FORMAT + '[{"role": "tool", "content": "x", "notes": [{"role": "x", "content": ""}]}]}',
      "message 0, note 0: role must be"),
+    # a verdict file that shows one amount and approves another: the key given twice is refused
+    (FORMAT + '[{"role": "user", "content": "approved", "args": "{}", "args": "{\\"amount\\": 7000}"}]}',
+     '"args" is given twice'),
+    ('{"format": "microagent.context/1", "format": "x", "messages": []}', '"format" is given twice'),
+    ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    (b"\xff\xfe", "can't decode"),
 ])
-def test_tampered_json_is_a_value_error_that_says_what_is_wrong(text, says):
-    with pytest.raises(ValueError, match=says.replace("(", r"\(")):
-        Context.from_json(text)
+def test_a_tampered_file_is_a_value_error_that_says_what_is_wrong(text, says):
+    with pytest.raises(ValueError, match="not a saved Context: .*" + says.replace("(", r"\(")):
+        from_json(text)
+
+
+def test_to_json_saves_only_a_context():
+    with pytest.raises(TypeError, match="saves a Context"):
+        to_json([Message(USER, "hi")])
+
+
+# --- the strict reader ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, says", [
+    ('{"amount": 1, "amount": 9999}', '"amount" is given twice: say each once'),
+    ('{"a": {"b": 1, "b": 2}}', '"b" is given twice'),
+    ('{"amount": NaN}', "NaN is not a number JSON can hold"),
+    ('{"amount": Infinity}', "Infinity is not a number JSON can hold"),
+    ('{"amount": [-Infinity]}', "-Infinity is not a number JSON can hold"),
+    ('{"amount": 1e999}', "1e999 is not a number JSON can hold"),
+    ('{"amount": ', "not valid JSON"),
+    ("[" * 50_000, "nested too deeply"),
+])
+def test_json_from_outside_is_read_strictly(text, says):
+    with pytest.raises(ValueError, match=says):
+        read_json(text)
 
 
 # --- Tool: a coworker that knows its own arguments ---------------------------------------
 
-def test_the_schema_is_read_off_the_signature_for_every_supported_hint():
+def test_the_articles_tool_reads_its_schema_off_the_functions_parameters():
+    def look_up_order(order_id, verbose=False):
+        return f"{order_id}, Wireless Headphones, $79"
+    tool = Tool("look_up_order", "Look up an order", look_up_order)
+    assert tool.schema == {"type": "object", "properties": {"order_id": {}, "verbose": {}}, "required": ["order_id"]}
+    assert (tool.terminal, tool.needs_approval) == (False, False)
+    assert Tool("final_answer", "Done.", lambda answer: answer, terminal=True).terminal
+    assert tool.run('{"order_id": "A1"}') == Message(TOOL, "A1, Wireless Headphones, $79", "look_up_order")
+    assert tool.run('{"verbose": true}').content == \
+        "error: bad arguments for look_up_order: missing order_id (it takes: order_id, verbose)"
+
+
+def test_the_schema_is_read_off_the_type_hints_for_every_supported_hint():
     def everything(s: str, i: int, f: float, b: bool, names: list[str], table: dict,
                    mood: Literal["calm", "busy"], maybe: int | None = None, anything=None): ...
     schema = schema_of(everything)
@@ -123,8 +199,16 @@ def test_unsupported_hints_and_star_args_are_refused_when_the_tool_is_made():
         schema_of(odd)
     with pytest.raises(TypeError, match="named parameters only"):
         schema_of(star)
-    with pytest.raises(ValueError, match="a tool's name must be a word"):
-        Tool("two words", "x", lambda: "", {})
+
+
+@pytest.mark.parametrize("name", ["two words", "", "a.b", 7, None, "1abc", "a\nb"])
+def test_a_tools_name_is_a_word(name):
+    with pytest.raises(ValueError, match="a tool's name is a word"):
+        Tool(name, "x", lambda: "")
+
+
+def test_a_tools_name_may_hold_a_hyphen_as_mcp_tools_do():
+    assert Tool("get-sum", "Add.", lambda a, b: a + b).name == "get-sum"
 
 
 def test_the_decorator_works_bare_and_with_arguments():
@@ -146,27 +230,33 @@ def test_the_decorator_works_bare_and_with_arguments():
 
 
 def test_a_tool_hands_back_a_string_whatever_its_function_returns():
-    count = Tool("count", "Count.", lambda n: n * 2, {"type": "object", "properties": {"n": {"type": "integer"}}})
-    assert count(n=21) == "42"
+    count = Tool("count", "Count.", lambda n: n * 2)
+    assert count(n=21) == "42" and count.run('{"n": 21}').content == "42"
 
 
 @pytest.mark.parametrize("args, problem", [
     ({"order_id": "A1", "amount": 79}, None),
     ({"order_id": "A1", "amount": 79.5, "notify": False}, None),
     ({"amount": 79}, "missing order_id (it takes: order_id, amount, notify)"),
-    ({"order_id": "A1", "amount": 79, "bonus": 1}, "unexpected bonus"),
+    ({"order_id": "A1", "amount": 79, "bonus": 1}, "unexpected bonus (it takes: order_id, amount, notify)"),
     ({"order_id": 1234, "amount": 79}, "order_id must be string, not int 1234"),
     ({"order_id": "A1", "amount": "79"}, "amount must be number, not str '79'"),
     ({"order_id": "A1", "amount": 79, "notify": 1}, "notify must be boolean, not int 1"),
     ({"order_id": "A1", "amount": True}, "amount must be number, not bool True"),
+    ([1, 2], "the arguments must be object, not list [1, 2]"),
+    ("x", "the arguments must be object, not str 'x'"),
 ])
 def test_arguments_are_checked_against_the_schema(args, problem):
     @as_tool
     def refund(order_id: str, amount: float, notify: bool = True) -> str:
         """Refund an order."""
         return "ok"
-    found = refund.check(args)
-    assert found == problem if problem is None else problem in found
+    refused = refund.refused(json.dumps(args))
+    if problem is None:
+        assert refused is None and refund.run(json.dumps(args)) == Message(TOOL, "ok", "refund")
+    else:
+        assert refused == Message(TOOL, f"error: bad arguments for refund: {problem}", "refund", error=True)
+        assert refund.run(json.dumps(args)) == refused
 
 
 def test_nested_lists_and_literals_are_checked_item_by_item():
@@ -174,40 +264,11 @@ def test_nested_lists_and_literals_are_checked_item_by_item():
     def tag(labels: list[int], level: Literal["low", "high"] = "low") -> str:
         """Tag something."""
         return "ok"
-    assert tag.check({"labels": [1, 2]}) is None
-    assert tag.check({"labels": [1, "2"]}) == "labels[1] must be integer, not str '2'"
-    assert tag.check({"labels": [], "level": "mid"}) == "level must be one of ['low', 'high'], not 'mid'"
-
-
-# --- Action: a decision, frozen -------------------------------------------------------
-
-def test_an_action_keeps_its_arguments_as_json_text_so_it_stays_frozen():
-    action = Action("refund", {"order_id": "A1", "amount": 79}, "it qualifies")
-    assert action.args == '{"order_id": "A1", "amount": 79}'
-    assert action == Action("refund", '{"order_id": "A1", "amount": 79}', "it qualifies")
-    assert hash(action) == hash(Action("refund", {"order_id": "A1", "amount": 79}, "it qualifies"))
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        action.tool = "other"
-    assert Action("refund", "{broken").args == "{broken"  # kept raw: the loop reports it
-
-
-def test_in_jupyter_a_context_shows_as_its_story():
-    pretty = pytest.importorskip("IPython.lib.pretty")
-    ctx = Context().add(Message(USER, "hi"), Message(ASSISTANT, "say hello", name="bot", tool="final_answer",
-                                                     args='{"answer": "hello"}'),
-                        Message(TOOL, "hello", name="final_answer"))
-    assert pretty.pretty(ctx) == 'you asked: "hi"\n  bot thought: say hello\n    -> final_answer returned: hello'
-
-
-@pytest.mark.parametrize("make, says", [
-    (lambda: Action(None), "tool and reasoning are strings"),
-    (lambda: Action(5, {}), "tool and reasoning are strings"),
-    (lambda: Action("t", {}, None), "tool and reasoning are strings"),
-    (lambda: Action("t", {"when": object()}), "not JSON serializable"),
-])
-def test_a_malformed_action_is_refused_when_it_is_made(make, says):
-    with pytest.raises(TypeError, match=says):
-        make()
+    assert tag.refused('{"labels": [1, 2]}') is None
+    assert tag.refused('{"labels": [1, "2"]}').content.endswith("labels[1] must be integer, not str '2'")
+    assert tag.refused('{"labels": [], "level": "mid"}').content.endswith(
+        "level must be one of ['low', 'high'], not 'mid'")
+    assert tag.refused('{"labels": [true]}').content.endswith("labels[0] must be integer, not bool True")
 
 
 def test_an_optional_literal_takes_none_too():
@@ -216,7 +277,13 @@ def test_an_optional_literal_takes_none_too():
         """Set a mood."""
         return "ok"
     assert mood.schema["properties"]["level"] == {"type": ["string", "null"], "enum": ["low", "high", None]}
-    assert mood.check({"level": None}) is None and mood.check({"level": "mid"}) is not None
+    assert mood.refused('{"level": null}') is None and mood.refused('{"level": "mid"}') is not None
+
+
+def test_a_tool_that_returns_a_whole_note_keeps_its_notes_and_its_flag_under_its_own_name():
+    inner = (Message(USER, "what is A1?"), Message(TOOL, "no such order", "look_up", error=True))
+    helper = Tool("helper", "Ask the helper.", lambda request: Message(TOOL, "gave up", notes=inner, error=True))
+    assert helper.run('{"request": "A1?"}') == Message(TOOL, "gave up", "helper", notes=inner, error=True)
 
 
 @pytest.mark.parametrize("make, says", [
@@ -235,10 +302,49 @@ def test_hints_that_cannot_be_read_are_a_clear_error():
         schema_of(odd)
 
 
-def test_absurdly_deep_json_is_still_a_value_error():
-    with pytest.raises(ValueError, match="not valid JSON"):
-        Context.from_json("[" * 100_000 + "]" * 100_000)
+# --- Action: a move, frozen ----------------------------------------------------------------
+
+def test_an_action_keeps_its_arguments_as_json_text_so_it_stays_frozen():
+    action = Action("refund", {"order_id": "A1", "amount": 79}, "it qualifies")
+    assert action.args == '{"order_id": "A1", "amount": 79}'
+    assert action == Action("refund", '{"order_id": "A1", "amount": 79}', "it qualifies")
+    assert hash(action) == hash(Action("refund", {"order_id": "A1", "amount": 79}, "it qualifies"))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        action.tool = "other"
+    assert Action("refund", "{broken").args == "{broken"  # kept raw: the loop reports it
 
 
-def test_arguments_that_are_not_an_object_are_a_problem_not_a_crash():
-    assert final_answer.check("x") == "the arguments must be object, not str 'x'"
+def test_an_action_with_no_tool_is_a_brain_saying_it_has_no_move():
+    assert Action(None, reasoning="cut off").tool is None
+
+
+@pytest.mark.parametrize("make, says", [
+    (lambda: Action(5, {}), "an Action's tool is a string"),
+    (lambda: Action("t", {}, None), "an Action's tool is a string"),
+    (lambda: Action("t", {"when": object()}), "not JSON serializable"),
+])
+def test_a_malformed_action_is_refused_when_it_is_made(make, says):
+    with pytest.raises(TypeError, match=says):
+        make()
+
+
+# --- brains that need no model ---------------------------------------------------------------
+
+def test_a_script_counts_the_moves_in_the_notebook_so_it_resumes_in_place():
+    brain = scripted(Action("a"), Action(None, reasoning="?"), Action("b"))
+    ctx = Context((Message(USER, "go"), Message(ASSISTANT, "", "x", "a", "{}"), Message(TOOL, "1", "a"),
+                   Message(ASSISTANT, "?", "x", error=True)))
+    assert brain(ctx, {}) == Action("b")
+    assert actions(ctx) == [Action("a"), Action(None, reasoning="?")]
+    with pytest.raises(IndexError, match="the script is over: the run asked for move 4"):
+        brain(ctx.add(Message(ASSISTANT, "", "x", "b", "{}"), Message(TOOL, "2", "b")), {})
+    with pytest.raises(TypeError, match="scripted takes Actions"):
+        scripted("look_up_order")
+
+
+def test_in_jupyter_a_context_shows_as_its_story():
+    pretty = pytest.importorskip("IPython.lib.pretty")
+    ctx = Context().add(Message(USER, "hi"), Message(ASSISTANT, "say hello", name="bot", tool="final_answer",
+                                                     args='{"answer": "hello"}'),
+                        Message(TOOL, "hello", name="final_answer"))
+    assert pretty.pretty(ctx) == 'you asked: "hi"\n  bot thought: say hello\n    -> final_answer returned: hello'
