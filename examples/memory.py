@@ -1,16 +1,22 @@
-"""Memory that does not blow up: the brain reads a short notebook, the agent keeps the whole one.
+"""Memory that does not blow up: the brain reads a short view, the agent keeps every note.
 
     python examples/memory.py
 
-A clerk counts to 200, one tool call at a time: 200 turns, 400 notes and more.
-Its brain is wrapped in `remembering(policy, keep=4)`, so every turn it is shown
-only the question, one summary note of everything older, and the last few
-notes. The agent's own notebook keeps every note, for the record; and a summary
-keeps the notes it folded too, so `compact(full).unfolded()` is every note.
+A clerk counts to 200, one tool call at a time: 201 turns, 403 notes. Its brain
+is wrapped in `remembering(policy, keep=4)`, so every turn it is shown a view:
+the question, one summary remark for everything older, and the last few notes.
+The agent's own notebook is never compacted: it keeps every note, for the
+record, for saving and for the step budget, which counts every move.
+
+The brain here reads only the last note (where the count stands), so the view
+is all it needs. A scripted brain would not do: it counts the moves it is shown,
+and a view hides most of them.
 """
 
-from microagent import Action, Agent, Context, as_tool, final_answer, show
+from microagent import Action, Agent, Context, final_answer
 from microagent.memory import compact, remembering
+from microagent.schema import as_tool
+from microagent.trace import show
 
 GOAL = 200
 
@@ -24,7 +30,7 @@ def step(n: int) -> str:
 def policy(ctx: Context, tools) -> Action:
     """Read where the count stands (the last result) and take one more step, or stop."""
     last = ctx.last()
-    n = int(last.content) if last.is_result else 0
+    n = int(last.content) if last.kind == "result" else 0
     if n >= GOAL:
         return Action("final_answer", {"answer": f"I counted to {n}."}, "that's the goal")
     return Action("step", {"n": n}, "one more")
@@ -38,13 +44,13 @@ def watched_policy(ctx: Context, tools) -> Action:
     return policy(ctx, tools)
 
 
-agent = Agent(remembering(watched_policy, keep=4), [step, final_answer], name="clerk", max_steps=GOAL + 1)
+agent = Agent(remembering(watched_policy, keep=4), [step, final_answer], GOAL + 1, name="clerk")
 
 if __name__ == "__main__":
-    full = agent.run(f"Count to {GOAL}, please.").context
+    full = agent.run(f"Count to {GOAL}, please.")
     print(f"the agent's notebook: {len(full)} notes, every one kept")
     print(f"the most the brain was ever shown: {max(len(ctx) for ctx in shown)} notes\n")
     print("what the brain read on its last turn:")
     show(shown[-1])
-    print("\nthe same notebook compacted by hand, keeping only the last turn:")
+    print("\nthe view of the whole run with keep=2, as compact makes it:")
     show(compact(full, keep=2))

@@ -12,8 +12,10 @@ One support run meets three kinds of trouble:
   brain a generic note, and the full error goes to the developer's list.
 """
 
-from microagent import TOOL, Action, Agent, Context, as_tool, final_answer, show
+from microagent import Action, Agent, Context, final_answer
 from microagent.retry import hiding, retrying
+from microagent.schema import as_tool
+from microagent.trace import show
 
 ORDERS = {"A1234": "Wireless Headphones, $79"}
 
@@ -41,31 +43,36 @@ def check_stock(item: str) -> str:
 @as_tool
 def charge_card(order_id: str, amount: float) -> str:
     """Charge the customer's card for a replacement."""
-    raise RuntimeError("gateway said 401 for key sk-demo-0000-not-a-real-key")  # a secret in the error
+    # a secret in the error, as a payment gateway's client may well put it
+    raise RuntimeError("gateway said 401 for key sk-demo-0000-not-a-real-key")
 
 
 def policy(ctx: Context, tools) -> Action:
     """Plain rules that read the last note, errors included."""
     last = ctx.last()
-    if last.role != TOOL:
+    if last.kind != "result":
         return Action("look_up_order", {"order_id": "a1234"}, "look up the order")
     if last.name == "look_up_order" and last.error:
-        return Action("look_up_order", {"order_id": "A1234"}, "the error says ids are capitals: try A1234")
+        return Action("look_up_order", {"order_id": "A1234"},
+                      "the error says ids are capitals: try A1234")
     if last.name == "look_up_order":
-        return Action("check_stock", {"item": "Wireless Headphones"}, "is a replacement in stock?")
+        return Action("check_stock", {"item": "Wireless Headphones"},
+                      "is a replacement in stock?")
     if last.name == "check_stock":
-        return Action("charge_card", {"order_id": "A1234", "amount": 79}, "charge for the replacement")
-    return Action("final_answer", {"answer": "Your replacement is in stock, but the payment did not go "
-                                   "through; a teammate will call you."}, "the payment failed: be honest")
+        return Action("charge_card", {"order_id": "A1234", "amount": 79},
+                      "charge for the replacement")
+    return Action("final_answer", {"answer": "Your replacement is in stock, but the payment "
+                                             "did not go through; a teammate will call you."},
+                  "the payment failed: be honest")
 
 
 errors = []  # the developer's list: full exceptions, never shown to the brain
 
-agent = Agent(policy, [look_up_order, retrying(check_stock, attempts=3), hiding(charge_card, errors.append),
-                      final_answer], name="support")
+agent = Agent(policy, [look_up_order, retrying(check_stock, attempts=3),
+                       hiding(charge_card, errors.append), final_answer], name="support")
 
 if __name__ == "__main__":
-    show(agent.run("My headphones A1234 broke; can you send a replacement?").context)
+    show(agent.run("My headphones A1234 broke; can you send a replacement?"))
     print("\nthe developer's list of hidden errors:")
     for e in errors:
         print(f"  {type(e).__name__}: {e}")

@@ -102,7 +102,7 @@ class Agent:
             return Context((Message(USER, task),))
         if not (isinstance(task, Context) and any(m.kind == "question" for m in task)):
             raise TypeError("give the agent a question, or a notebook that holds one "
-                            "(load a saved one with Context.from_json(text))")
+                            "(load a saved one with microagent.saving.from_json(text))")
         return task
 
     def why_stop(self, ctx: Context, cancel=None) -> str | None:

@@ -1,36 +1,35 @@
-"""Memory: a long notebook in, a short one out, so the brain can still read it.
+"""Memory: a brain reads a short view of a long notebook, which keeps every note.
 
 A run that goes on for hundreds of turns writes hundreds of notes, and a
-language model can only read so many. `compact(ctx, keep)` folds the older
-notes into one summary note and keeps the rest whole:
+language model can only read so many. `compact(ctx, keep)` makes the short
+view a brain reads: the head, one summary of the middle, and the last notes.
 
     [system note] first question, summary of the middle, the last `keep` notes
 
-It keeps the notebook's rules (microagent.invariants): the system note stays
-first and single, so the summary is the assistant's own note (role assistant,
-no tool, name "memory"), like a page where it wrote down what happened so far;
-the first question stays as it was asked, and so does the latest one, in its
-place (in a conversation, the one being worked on now: the turns before it
-and after it are folded into a summary each);
-and a decision is never cut off from its result (or from a verdict between
-them), so the recent notes always start at a whole turn.
+The view keeps the notebook's rules (microagent.invariants): the system note
+stays first; the summary is the assistant's own remark (name "memory"), like a
+page where it wrote down what happened so far; the latest question stays whole
+in its place (in a conversation, it is the one being worked on now, and the
+turns before and after it are summed up apart); and a decision is never cut
+from its verdict or its result, so the recent notes start at a whole turn.
 
-Folding loses nothing: a summary note keeps the notes it folded in its own
-`notes`, so `compact(ctx).unfolded()` is every note of `ctx`, in order. A brain
-is shown only the summary's words; the loop still counts the decisions folded
-in it, so the step budget holds across a compaction, and `replay` and
-`invariants.check` read them in place.
+The one rule: compacting makes a view, never the record. `remembering(policy)`
+is the only way a brain reads less: it is `policy` shown `compact(ctx)` every
+turn, while the agent writes every note into its own notebook. So the step
+budget, saving, resuming and `replay` all read the full notebook, and nothing
+in the loop changes. A summary folds nothing: it holds words only (what it
+sums up is still in the full notebook), so a view of a view stays flat.
 
-Who writes the summary is up to you: `digest`, the default, counts what
+Who writes the summary is up to you: `plain_summary`, the default, counts what
 happened with no model, so the same notes always give the same summary; any
 function `(notes) -> str` will do; and `summary_by(policy)` asks a brain.
 
-`remembering(policy, keep)` is a brain that reads the compacted notebook. Hand
-it to an Agent, and the brain sees a short notebook every turn while the agent
-keeps the full one, every note, for the record. Nothing in the loop changes.
-
-It does not count tokens (it counts notes; measure text yourself if you need
-to), and a summary's words lose detail by design: its notes still have it.
+What it leaves out: it counts notes, not tokens (measure text yourself if you
+need to), and a summary loses detail by design. A brain that counts notes
+counts those in view: `scripted` under `remembering` counts only the moves it
+can see and loses its place, so a brain that remembers reads the last notes
+(what the latest tool said), as a language model does. Don't hand a view to an
+agent or save it as the run: its middle is gone.
 """
 
 from collections import Counter
@@ -42,16 +41,15 @@ from microagent.tool import final_answer
 
 
 def compact(ctx: Context, keep: int = 20, summarise=None) -> Context:
-    """The notebook with its middle folded into a summary note; the head and the last `keep` notes stay.
+    """A short view of `ctx`: its head, a summary of the middle, the last `keep` notes.
 
     >>> ask = Message("user", "count to 3")
-    >>> turn = (Message("assistant", "", name="a", tool="step", args="{}"), Message("tool", "1", name="step"))
-    >>> for m in compact(Context((ask,) + turn * 3), keep=2):
-    ...     print(m.role, m.content or m.tool)
-    user count to 3
-    assistant earlier, in 4 notes: 2 calls (step 2), no errors; the last result: step returned "1"
-    assistant step
-    tool 1
+    >>> call = Message("assistant", "", "me", "step", "{}")
+    >>> turn = (call, Message("tool", "1", "step"))
+    >>> [m.kind for m in compact(Context((ask,) + turn * 3), keep=2)]
+    ['question', 'remark', 'decision', 'result']
+    >>> compact(Context((ask,) + turn * 3), keep=2)[1].content[:37]
+    'earlier, in 4 notes: 2 calls (step 2)'
     """
     _check_keep(keep)
     if not isinstance(ctx, Context):
@@ -59,107 +57,100 @@ def compact(ctx: Context, keep: int = 20, summarise=None) -> Context:
     notes = ctx.messages
     head = _head(notes)
     start = max(head, len(notes) - keep)
-    while start > head and _ends_a_turn(notes[start]):  # never cut a decision from its result
-        start -= 1
-    if start - head < 2:  # folding fewer than two notes saves nothing
+    while start > head and notes[start].kind in ("result", "verdict"):
+        start -= 1  # never cut a decision from what answers it
+    if start - head < 2:  # summing up fewer than two notes saves nothing
         return ctx
-    # subtle: in a conversation the question being worked on now may fall in the middle;
-    # it stays whole, in its place, so the brain knows what it is doing, and the turns
-    # before it and after it are folded into a summary each
-    asked = max((i for i in range(head, start) if notes[i].is_question), default=None)
+    # the question being worked on now may fall in the middle: it stays, in its place
+    asked = max((i for i in range(head, start) if notes[i].kind == "question"),
+                default=None)
     if asked is None:
-        middle = _fold(notes[head:start], summarise)
+        middle = _summed(notes[head:start], summarise)
     else:
-        middle = _fold(notes[head:asked], summarise) + (notes[asked],) + _fold(notes[asked + 1:start], summarise)
+        middle = (_summed(notes[head:asked], summarise) + (notes[asked],)
+                  + _summed(notes[asked + 1:start], summarise))
     return Context(notes[:head] + middle + notes[start:])
 
 
-def _fold(notes: tuple[Message, ...], summarise) -> tuple[Message, ...]:
-    """One summary note that keeps `notes` (or the notes as they are, if there are too few to fold)."""
+def _summed(notes: tuple[Message, ...], summarise) -> tuple[Message, ...]:
+    """One summary remark in place of `notes` (or the notes as they are, if too few)."""
     if len(notes) < 2:
         return notes
-    said = (summarise or digest)(notes)
+    said = (summarise or plain_summary)(notes)
     if not isinstance(said, str):
-        raise TypeError(f"a summariser takes the notes and returns a string, not {said!r}")
-    # subtle: the summary keeps the notes it folds, so nothing is lost: the brain reads only
-    # the words, while the loop still counts the decisions folded in it (the step budget holds
-    # across a compaction), and replay and invariants.check read them in place
-    return (Message(ASSISTANT, said, name="memory", notes=notes),)
+        raise TypeError(f"a summariser takes the notes and returns a string, "
+                        f"not {said!r}")
+    return (Message(ASSISTANT, said, "memory"),)
 
 
-def digest(notes: tuple[Message, ...]) -> str:
-    """A summary with no model and a bounded length: calls per tool, errors, the last result.
+def plain_summary(notes: tuple[Message, ...]) -> str:
+    """A bounded summary with no model: calls per tool, errors, the last result.
 
-    >>> call = Message("assistant", "", name="a", tool="add", args='{"n": 1}')
-    >>> failed = Message("tool", "error: add failed", name="add", error=True)
-    >>> digest((call, Message("tool", "2", name="add"), call, failed))
-    'earlier, in 4 notes: 2 calls (add 2), 1 error; the last result: add returned "error: add failed"'
+    >>> call = Message("assistant", "", "a", "add", '{"n": 1}')
+    >>> failed = Message("tool", "no", "add", error=True)
+    >>> print(plain_summary((call, Message("tool", "2", "add"), call, failed)))
+    earlier, in 4 notes: 2 calls (add 2), 1 error; the last result: add returned "no"
     """
-    notes = Context(tuple(notes)).unfolded()  # what earlier summaries folded counts too
-    calls = Counter(m.tool for m in notes if m.is_decision)
-    errors = sum(m.error for m in notes)
-    said = f"earlier, in {_count(len(notes), 'note')}: {_count(sum(calls.values()), 'call')}"
-    if calls:  # the five busiest tools, so the summary stays short however many there are
+    calls = Counter(m.tool for m in notes if m.kind == "decision")
+    said = f"earlier, in {_count(len(notes), 'note')}: {_count(calls.total(), 'call')}"
+    if calls:  # the five busiest tools, so the summary stays short however many
         said += " (" + ", ".join(f"{tool} {n}" for tool, n in calls.most_common(5)) + ")"
-    said += f", {_count(errors, 'error')}"
-    asked = [m for m in notes if m.is_question]
+    said += f", {_count(sum(m.error for m in notes), 'error')}"
+    asked = [m for m in notes if m.kind == "question"]
     if asked:
-        said += f"; {_count(len(asked), 'more question')}, the last: {_short(asked[-1].content)}"
-    results = [m for m in notes if m.is_result]
+        said += (f"; {_count(len(asked), 'more question')}, "
+                 f"the last: {_short(asked[-1].content)}")
+    results = [m for m in notes if m.kind == "result"]
     if results:
-        said += f"; the last result: {results[-1].name} returned {_short(results[-1].content)}"
+        last = results[-1]
+        said += f"; the last result: {last.name} returned {_short(last.content)}"
     return said
 
 
 def summary_by(policy):
-    """A summariser that asks a brain: it reads the notes and calls final_answer with the summary.
+    """A summariser that asks a brain: it reads the notes, and answers with the summary.
 
-    A brain that gives no answer in three turns gets `digest`'s summary instead, said so.
+    A brain that gives no answer in three turns gets `plain_summary`'s words, said so.
     """
     if not callable(policy):
-        raise TypeError("summary_by takes a policy: a function (context, tools) -> Action")
+        raise TypeError("summary_by takes a policy: a function (context, tools) "
+                        "-> Action")
 
     def summarise(notes: tuple[Message, ...]) -> str:
-        ask = Message(USER, "Summarise the notes above in a few lines, for your own later use.")
-        scribe = Agent(policy, [final_answer], name="memory", max_steps=3)
-        for step in scribe.steps(context=Context(notes + (ask,))):
-            pass
-        if step.stop == DONE:
-            return step.context.last().content
-        return "(the summariser gave no answer) " + digest(notes)
+        ask = Message(USER, "Summarise the notes above in a few lines, for your own "
+                            "later use.")
+        scribe = Agent(policy, [final_answer], max_steps=3, name="memory")
+        ctx = scribe.run(Context(tuple(notes) + (ask,)))
+        if scribe.why_stop(ctx) == DONE:
+            return ctx.last().content
+        return "(the summariser gave no answer) " + plain_summary(notes)
     return summarise
 
 
 def remembering(policy, keep: int = 20, summarise=None):
-    """A brain that is `policy` reading the compacted notebook: the summary and the last `keep` notes."""
+    """A brain that is `policy` reading `compact(ctx, keep, summarise)`, not `ctx`."""
     _check_keep(keep)
     if not callable(policy) or not (summarise is None or callable(summarise)):
-        raise TypeError("remembering takes a policy (a function: context, tools -> Action) and, if any, "
-                        "a summarise function (notes -> text)")
-    # subtle: the brain reads the summary's words, not the notes it folded (a language
-    # model is sent only the words); a scripted brain, which counts decisions, still
-    # finds the folded ones and keeps its place.
+        raise TypeError("remembering takes a policy (a function: context, tools -> "
+                        "Action) and, if any, a summarise function (notes -> text)")
+
     def policy_on_less(ctx: Context, tools):
         return policy(compact(ctx, keep, summarise), tools)
     return policy_on_less
 
 
 def _check_keep(keep) -> None:
-    if not (type(keep) is int and keep >= 1):  # subtle: True is an int in Python
-        raise ValueError(f"keep is how many recent notes stay whole: a whole number from 1 up, not {keep!r}")
+    if not (type(keep) is int and keep >= 1):  # True is an int in Python
+        raise ValueError("keep is how many recent notes stay whole: a whole number "
+                         f"from 1 up, not {keep!r}")
 
 
 def _head(notes: tuple[Message, ...]) -> int:
-    """How many notes at the front stay whole: the system note, and the first question."""
+    """How many notes at the front stay whole: the system note and the first question."""
     for i, m in enumerate(notes):
-        if m.is_question:
+        if m.kind == "question":
             return i + 1
     return 1 if notes and notes[0].role == SYSTEM else 0
-
-
-def _ends_a_turn(m: Message) -> bool:
-    """A result, or a verdict: a note that belongs with the decision before it."""
-    return m.is_result or m.is_verdict
 
 
 def _count(n: int, thing: str) -> str:

@@ -1,4 +1,4 @@
-"""A Python function as a Tool: the JSON Schema of its arguments, read off its type hints.
+"""A Python function as a Tool: the JSON Schema of its arguments, read off its hints.
 
     @as_tool
     def issue_refund(order_id: str, amount: float) -> str:
@@ -9,10 +9,15 @@ it takes a string order_id and a number amount, both required. That schema is
 what a language model is shown, and what the loop checks every call against.
 This is the magic behind every framework's `@tool` decorator, in one page.
 
-It supports the hints str, int, float, bool, list[...], dict, Literal[...] and
-`X | None`; anything else is refused when the tool is made. The docstring is
-the tool's description, whole; the LLM brain (microagent.chat) shows a model
-each parameter's own words from a Google-style `Args:` section.
+The one rule: a hint is read when the tool is made, or refused then. It reads
+str, int, float, bool, list[...], dict, Literal[...] and `X | None` (no hint:
+any value); any other hint (a class of your own, a Callable) is a TypeError at
+the def, never a guess when a model calls. The docstring is the tool's
+description, whole (the chat wire format, microagent.chat, reads a Google-style
+`Args:` section out of it).
+
+What it leaves out: the fields of a dict (any JSON object passes), defaults,
+and the rest of JSON Schema; give `Tool(..., schema=...)` yourself for those.
 """
 
 import inspect
@@ -23,18 +28,23 @@ from typing import Literal
 
 from microagent.tool import Tool
 
-JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", dict: "object", list: "array"}
+JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean",
+              dict: "object", list: "array"}
 
 
-def as_tool(fn=None, *, name=None, description=None, terminal=False, needs_approval=False):
-    """Make a function a Tool: bare `@as_tool`, or `@as_tool(name=..., needs_approval=True)`."""
+def as_tool(fn=None, *, name=None, description=None, terminal=False,
+            needs_approval=False):
+    """A function as a Tool: `@as_tool`, or `@as_tool(name=..., needs_approval=True)`."""
     def make(fn):
         if not inspect.isfunction(fn):
-            raise TypeError(f"as_tool makes a Tool from a function, not {fn!r}: put @as_tool above a def")
+            raise TypeError(f"as_tool makes a Tool from a function, not {fn!r}: "
+                            "put @as_tool above a def")
         about = description or inspect.getdoc(fn)
         if not about:
-            raise ValueError(f"the tool {fn.__name__} needs a description: give it a docstring")
-        return Tool(name or fn.__name__, about, fn, schema_of(fn), terminal, needs_approval)
+            raise ValueError(f"the tool {fn.__name__} needs a description: "
+                             "give it a docstring")
+        return Tool(name or fn.__name__, about, fn, terminal, needs_approval,
+                    schema_of(fn))
     return make if fn is None else make(fn)
 
 
@@ -47,13 +57,14 @@ def schema_of(fn: Callable) -> dict:
     """
     try:
         hints = typing.get_type_hints(fn)
-    except Exception as e:  # a hint naming something not imported, or not a plain function
-        raise TypeError(f"{fn!r}: its type hints can't be read ({e}); a tool's function is a plain def "
-                        "with hints like str or int") from None
+    except Exception as e:  # a hint naming something not imported, or not a function
+        raise TypeError(f"{fn!r}: its type hints can't be read ({e}); a tool's function "
+                        "is a plain def with hints like str or int") from None
     props, required = {}, []
     for p in inspect.signature(fn).parameters.values():
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY):
-            raise TypeError(f"{fn.__name__}: a tool takes named parameters only, not {p}")
+            raise TypeError(f"{fn.__name__}: a tool takes named parameters only, "
+                            f"not {p}")
         props[p.name] = _schema(hints.get(p.name), f"{fn.__name__}({p.name})")
         if p.default is p.empty:
             required.append(p.name)
@@ -66,11 +77,13 @@ def _schema(hint, where: str) -> dict:
         return {}
     if origin is Literal:
         kinds = {JSON_TYPES.get(type(v)) for v in inner}
-        if len(kinds) == 1 and None not in kinds:  # all values of one JSON type: say which
+        if len(kinds) == 1 and None not in kinds:  # values of one JSON type: say which
             return {"type": kinds.pop(), "enum": list(inner)}
         return {"enum": list(inner)}
-    if origin in (typing.Union, types.UnionType) and type(None) in inner and len(inner) == 2:
-        schema = _schema(next(h for h in inner if h is not type(None)), where)  # X | None: X, or null
+    optional = type(None) in inner and len(inner) == 2
+    if origin in (typing.Union, types.UnionType) and optional:
+        # X | None: X, or null
+        schema = _schema(next(h for h in inner if h is not type(None)), where)
         if "type" in schema:
             schema["type"] = [schema["type"], "null"]
         if "enum" in schema:

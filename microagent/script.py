@@ -12,6 +12,8 @@ and loaded in another process goes on at the right move.
 
 What it leaves out: a script does not read what happened; the n-th move is the
 n-th Action whatever the tools said. A brain that reacts is a function you write.
+And it counts the moves it is shown: under microagent.memory's `remembering`, it
+sees only a short view and loses its place.
 """
 
 from microagent.context import Context
@@ -21,17 +23,20 @@ MOVES = ("decision", "no_move")  # the kinds of note a brain's move becomes
 
 
 def actions(ctx: Context) -> list[Action]:
-    """The brain's moves recorded in a notebook, in order: its decisions, and its no_move notes."""
+    """The brain's moves recorded in a notebook, in order: its decisions and no_moves."""
     if not isinstance(ctx, Context):
-        raise TypeError(f"this takes a Context, not {type(ctx).__name__}: "
-                        "load saved text with Context.from_json(text)")
-    return [Action(m.tool, m.args or "{}", m.content) for m in ctx if m.kind in MOVES]
+        raise TypeError(f"actions takes a Context, not {type(ctx).__name__}: "
+                        "load saved text with microagent.saving.from_json(text)")
+    # "" stays "": broken arguments replay as broken as they were
+    return [Action(m.tool, "{}" if m.args is None else m.args, m.content)
+            for m in ctx if m.kind in MOVES]
 
 
 def scripted(*moves: Action):
     """A brain that plays `moves` in order: the n-th move of a run is moves[n]."""
     if not all(isinstance(a, Action) for a in moves):
-        raise TypeError("scripted takes Actions: scripted(Action('look_up_order', {...}), ...)")
+        raise TypeError("scripted takes Actions: "
+                        "scripted(Action('look_up_order', {...}), ...)")
 
     def policy(ctx: Context, tools) -> Action:
         n = sum(m.kind in MOVES for m in ctx)  # moves made so far

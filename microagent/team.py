@@ -4,62 +4,98 @@
     manager = Agent(manager_policy, [agent_tool(orders), final_answer], name="manager")
 
 The manager's brain calls `orders` like any tool, with one argument, `request`.
-The inner agent runs a whole run of its own on that request, and its answer comes
-back as the result. Nothing is hidden: the inner run, every note of it, is kept in
-the result note's `notes`, so the story shows what the inner agent did.
+The inner agent makes a whole run of its own on that request, and its answer
+comes back as the result. Nothing is hidden: the inner run, every note of it, is
+kept in the result note's `notes`, so the story shows what the inner agent did.
 
-A failure is news, not a crash. An inner run that ends without an answer (out of
-steps, paused) comes back as an error note saying why. An inner brain that raises
-raises on, carrying the inner run so far (`inner_run`), so the outer loop writes
-an error note that keeps it, and `microagent.retry` can still hide or retry it.
+The one rule: whatever happens inside, the manager gets a note. An inner run
+that ends without an answer (out of steps, paused for a human) is an error note
+that says why; an inner brain that raises is an error note too, "orders failed:
+KeyError: ...", and both keep the inner run so far in `notes`.
 
-Delegation is bounded where a reader can see it: agents asking agents may nest
-at most `max_depth` deep (an agent that is its own tool, directly or through
-others, would otherwise call itself without end); past that, the request is
-refused with an error note. The bound is a product, so mind it with a language
-model: each level may make `max_steps` calls, so an agent that is its own tool,
-with max_steps=10 and max_depth=3, may ask its brain 10 + 100 + 1,000 + 10,000
-times before the outermost run ends (tests/test_hostile.py counts them).
+Delegation is bounded: an agent that is its own tool, directly or through
+others, would otherwise call itself without end. Two counts hold it, and a
+request past either is refused with an error note:
 
-What it leaves out: the inner run starts afresh each call and must finish in it.
-If it pauses for a human, the outer agent hears "(no answer: paused)" and that
-inner run ends there. A cancel reaches the inner run only between the outer
-run's turns.
+- how deep agents are asking agents in this thread (a contextvar), at most
+  `max_depth`, across every agent_tool;
+- how many runs of this tool are under way at once in any thread (a count under
+  a lock), at most `max_depth`. A tool that runs its work in a new thread (a
+  timeout wrapper, say) starts that thread at depth 0, so the first count alone
+  would not hold. The price: runs side by side count too, so a server with
+  several requests at once gets at most `max_depth` runs of this agent together,
+  and the one past that is refused (give each request its own agent_tool).
+
+So max_depth=3 means: never more than three runs of this agent inside calls of
+this tool at once, and never agents asking agents more than three deep.
+
+The bound is a product, so mind it with a language model: each level may make
+`max_steps` calls, so an agent that is its own tool, with max_steps=10 and
+max_depth=3, may ask its brain 10 + 100 + 1,000 + 10,000 times before the
+outermost run ends (tests/test_hostile.py counts them).
+
+What it leaves out: the inner run starts afresh on each call and must finish in
+it. If it pauses for a human, the manager hears so and that inner run ends
+there. A cancel is heard by the outer run between its turns, never inside an
+inner run.
 """
 
 import contextvars
+import threading
 
-from microagent.agent import DONE, Agent
-from microagent.context import Context
+from microagent.agent import DONE, OUT_OF_STEPS, Agent
 from microagent.message import TOOL, Message
-from microagent.schema import as_tool
-from microagent.tool import Tool
+from microagent.tool import Tool, said_by
 
-# how many agents deep the current call is; each thread (each request of a server) starts at 0
+# how many agents deep the current call is; a new thread starts at 0
 _depth = contextvars.ContextVar("microagent delegation depth", default=0)
 
+REQUEST = {"type": "object", "properties": {"request": {"type": "string"}},
+           "required": ["request"]}
 
-def agent_tool(agent: Agent, name: str | None = None, description: str | None = None, *,
-               max_depth: int = 3) -> Tool:
-    """`agent` as a Tool taking one `request`; its whole run is kept in the result note."""
+
+def agent_tool(agent: Agent, name: str | None = None, description: str | None = None,
+               *, max_depth: int = 3) -> Tool:
+    """`agent` as a Tool taking one `request`; its whole run is kept in the result."""
     if not isinstance(agent, Agent):
         raise TypeError(f"agent_tool takes an Agent, not {agent!r}")
-    tool_name = name or agent.name
+    if not (type(max_depth) is int and max_depth >= 1):  # True is an int in Python
+        raise ValueError("max_depth is how deep agents may ask agents: a whole number "
+                         f"from 1 up, not {max_depth!r}")
+    name = name or agent.name
+    lock, under_way = threading.Lock(), [0]  # this tool's runs going on now, any thread
 
     def ask(request: str) -> Message:
-        depth = _depth.get()
-        if depth >= max_depth:
-            return Message(TOOL, f"{tool_name} was not asked: agents are already asking agents {depth} deep, "
-                           f"and max_depth is {max_depth}", error=True)
-        token, last = _depth.set(depth + 1), None
+        depth, ctx = _depth.get(), agent.start(request)
+        with lock:
+            busy = under_way[0]
+            if depth < max_depth and busy < max_depth:
+                under_way[0] += 1
+        if max(depth, busy) >= max_depth:
+            why = (f"agents are already asking agents {depth} deep" if depth >= max_depth
+                   else f"{busy} runs of it are under way already, in any thread")
+            return _failed(name, f"{name} was not asked: {why}, and max_depth is "
+                                 f"{max_depth}")
+        token = _depth.set(depth + 1)
         try:
-            for last in agent.steps(request):
-                pass
-        except Exception as e:  # the inner brain failed: its failure carries the run so far
-            e.inner_run = Context() if last is None else last.context
-            raise
+            for step in agent.steps(ctx):
+                ctx = step.context
+        except Exception as e:  # the inner brain failed: a note keeps its run so far
+            return _failed(name, f"{name} failed: {type(e).__name__}: {said_by(e)}", ctx)
         finally:
             _depth.reset(token)
-        return Message(TOOL, last.answer, name=tool_name, notes=last.context.messages,
-                       error=last.stop != DONE)  # no answer (out of steps, paused) is a failure
-    return as_tool(ask, name=tool_name, description=description or agent.description or f"ask {agent.name}")
+            with lock:
+                under_way[0] -= 1
+        if step.stop != DONE:
+            why = ("it ran out of steps" if step.stop == OUT_OF_STEPS else
+                   f"it paused for a human's verdict on {ctx.last().tool}, and a run "
+                   "inside a tool cannot wait")
+            return _failed(name, f"{name} gave no answer: {why}", ctx)
+        return Message(TOOL, ctx.last().content, name, notes=ctx.messages)
+    about = description or f"Ask {agent.name}, an agent, to do something for you."
+    return Tool(name, about, ask, schema=REQUEST)
+
+
+def _failed(name, problem, ctx=()):
+    """An error note from the tool `name`, keeping the inner run's notes, if any."""
+    return Message(TOOL, "error: " + problem, name, notes=tuple(ctx), error=True)

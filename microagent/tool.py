@@ -69,7 +69,7 @@ class Tool:
         try:
             out = self.fn(**kwargs)
         except Exception as e:  # the tool's failure is news for the brain, not a crash
-            return error_note(self.name, f"{self.name} failed: {type(e).__name__}: {_said(e)}")
+            return error_note(self.name, f"{self.name} failed: {type(e).__name__}: {said_by(e)}")
         if isinstance(out, Message):  # a whole note (an agent used as a tool): keep its notes
             return replace(out, role=TOOL, name=self.name)
         return Message(TOOL, str(out), self.name)
@@ -127,7 +127,8 @@ _STRICT = json.JSONDecoder(object_pairs_hook=_once_each, parse_float=_finite,
                            parse_constant=_finite)
 
 
-def _said(e):
+def said_by(e: Exception) -> str:
+    """What an exception says, even one whose own words raise."""
     try:
         return str(e)
     except Exception:  # an exception that can't even say what it is

@@ -1,13 +1,28 @@
-"""Memory: compact folds the middle of a notebook into one summary note; the brain reads the short one."""
+"""Memory: compact makes a short view of a notebook for a brain to read; the notebook keeps every note."""
+
+import json
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from hard_parts import run_checked
-from microagent import (ASSISTANT, SYSTEM, TOOL, USER, Action, Agent, Context, Message, approve, as_tool,
-                        final_answer, scripted)
+from microagent.agent import DONE, OUT_OF_STEPS, Agent
+from microagent.approval import verdict
+from microagent.context import Context
 from microagent.invariants import check
-from microagent.memory import compact, digest, remembering, summary_by
+from microagent.memory import compact, plain_summary, remembering, summary_by
+from microagent.message import ASSISTANT, SYSTEM, TOOL, USER, Message
+from microagent.policy import Action
+from microagent.saving import from_json, to_json
+from microagent.schema import as_tool
+from microagent.script import actions, replay, scripted
+from microagent.tool import final_answer
+
+
+def run_checked(agent: Agent, task) -> Context:
+    """agent.run, with the notebook's rules checked after every step."""
+    for step in agent.steps(task):
+        check(step.context)
+    return step.context
 
 
 @as_tool
@@ -20,7 +35,7 @@ def counter(goal: int):
     """A brain that reads only the last note, to know where the count stands."""
     def brain(ctx, tools):
         last = ctx.last()
-        n = int(last.content) if last.role == TOOL else 0
+        n = int(last.content) if last.kind == "result" else 0
         if n >= goal:
             return Action("final_answer", {"answer": f"counted to {n}"}, "there")
         return Action("step", {"n": n}, "one more")
@@ -28,30 +43,35 @@ def counter(goal: int):
 
 
 def counted(goal: int) -> Context:
-    return run_checked(Agent(counter(goal), [step, final_answer], system="Count.", max_steps=goal + 1),
-                       f"count to {goal}")
+    told = Context((Message(SYSTEM, "Count."), Message(USER, f"count to {goal}")))
+    return run_checked(Agent(counter(goal), [step, final_answer], goal + 1), told)
 
 
-def test_the_middle_is_folded_and_the_head_and_the_recent_turns_stay_whole():
+def turn(n: int) -> tuple[Message, Message]:
+    return (Message(ASSISTANT, "", "clerk", "step", json.dumps({"n": n})),
+            Message(TOOL, str(n + 1), "step"))
+
+
+def test_the_middle_is_summed_up_and_the_head_and_the_recent_turns_stay_whole():
     ctx = counted(5)  # system, question, 5 steps and the answer: 6 turns of 2 notes
-    short = compact(ctx, keep=4)
+    view = compact(ctx, keep=4)
     # system, question, the summary, then the last two turns whole
-    assert [m.role for m in short] == [SYSTEM, USER, ASSISTANT, ASSISTANT, TOOL, ASSISTANT, TOOL]
-    assert short[:2] == ctx[:2] and short[3:] == ctx[-4:]
-    assert short[2] == Message(ASSISTANT, 'earlier, in 8 notes: 4 calls (step 4), no errors; '
-                                          'the last result: step returned "4"', name="memory", notes=ctx[2:10])
-    assert short.unfolded() == list(ctx)  # folding loses nothing: the summary keeps what it folded
-    assert len(ctx) == 14  # the original is untouched: written in pen
+    assert [m.kind for m in view] == ["system", "question", "remark", "decision", "result",
+                                      "decision", "result"]
+    assert view[:2] == ctx[:2] and view[3:] == ctx[-4:]
+    assert view[2] == Message(ASSISTANT, 'earlier, in 8 notes: 4 calls (step 4), no errors; '
+                                         'the last result: step returned "4"', "memory")
+    assert len(ctx) == 14  # the notebook is untouched: written in pen
 
 
 def test_a_turn_is_never_cut_in_two():
     ctx = counted(5)
     for keep in range(1, len(ctx) + 1):
-        short = compact(ctx, keep)
-        recent = short[3:] if short[2].name == "memory" else short[2:]
-        assert recent[0].role != TOOL, f"keep={keep} cut a decision from its result"
-        assert len(recent) in (keep, keep + 1) or short == ctx
-        check(short)
+        view = compact(ctx, keep)
+        recent = view[3:] if view[2].name == "memory" else view[2:]
+        assert recent[0].kind != "result", f"keep={keep} cut a decision from its result"
+        assert len(recent) in (keep, keep + 1) or view is ctx
+        check(view)
 
 
 def test_a_paused_run_keeps_its_waiting_decision_and_the_verdict_with_it():
@@ -62,13 +82,13 @@ def test_a_paused_run_keeps_its_waiting_decision_and_the_verdict_with_it():
 
     agent = Agent(scripted(*[Action("step", {"n": n}) for n in range(6)], Action("wire", {"amount": 5})),
                   [step, wire, final_answer])
-    paused = approve(run_checked(agent, "count, then pay"), by="alice")
-    short = compact(paused, keep=1)
-    assert short[-2:] == paused[-2:] and short.pending == paused.pending  # the decision and its verdict
-    assert check(short) and [m.role for m in short] == [USER, ASSISTANT, ASSISTANT, USER]
+    ruled = verdict(run_checked(agent, "count, then pay"), wire, True, by="alice")
+    view = check(compact(ruled, keep=1))
+    assert [m.kind for m in view] == ["question", "remark", "decision", "verdict"]
+    assert view[-2:] == ruled[-2:]  # the decision and the verdict on it, together
 
 
-def test_nothing_to_fold_gives_the_same_notebook_back():
+def test_nothing_to_sum_up_gives_the_same_notebook_back():
     ctx = counted(1)
     assert compact(ctx, keep=20) is ctx
     with pytest.raises(ValueError, match="keep is how many recent notes stay whole"):
@@ -80,28 +100,28 @@ def test_any_function_of_the_notes_can_write_the_summary():
 
     def tally(notes):
         seen.append(notes)
-        return f"{len(notes)} notes folded"
+        return f"{len(notes)} notes summed up"
 
     ctx = counted(5)
-    short = compact(ctx, keep=2, summarise=tally)
-    assert seen == [ctx[2:12]] and short[2].content == "10 notes folded"
+    view = compact(ctx, keep=2, summarise=tally)
+    assert seen == [ctx[2:12]] and view[2] == Message(ASSISTANT, "10 notes summed up", "memory")
 
 
 def test_a_brain_can_write_the_summary():
     def scribe(ctx, tools):  # a stand-in for a language model: it reads the notes and sums them up
-        steps = sum(m.role == TOOL for m in ctx)
+        steps = sum(m.kind == "result" for m in ctx)
         return Action("final_answer", {"answer": f"I counted {steps} times."}, "summarise")
 
-    short = compact(counted(5), keep=2, summarise=summary_by(scribe))
-    assert short[2] == Message(ASSISTANT, "I counted 5 times.", name="memory", notes=counted(5)[2:12])
+    view = compact(counted(5), keep=2, summarise=summary_by(scribe))
+    assert view[2] == Message(ASSISTANT, "I counted 5 times.", "memory")
 
 
-def test_the_default_summary_stays_short_however_long_the_run():
+def test_the_plain_summary_stays_short_however_long_the_run():
     for goal in (10, 100, 1000):
-        assert len(digest(counted(goal).messages)) < 200
+        assert len(plain_summary(counted(goal).messages)) < 200
 
 
-def test_a_thousand_steps_the_brain_sees_a_short_notebook_and_the_agent_keeps_every_note():
+def test_a_thousand_steps_the_brain_sees_a_short_view_and_the_agent_keeps_every_note():
     seen = []
     brain = counter(1000)
 
@@ -109,62 +129,101 @@ def test_a_thousand_steps_the_brain_sees_a_short_notebook_and_the_agent_keeps_ev
         seen.append(ctx)
         return brain(ctx, tools)
 
-    agent = Agent(remembering(watched, keep=6), [step, final_answer], system="Count.", max_steps=1001)
-    full = run_checked(agent, "count to 1000")  # the invariants checked after each of its 1,001 steps
-    assert full.last().content == "counted to 1000"
-    # system, question, then 1,001 turns of two notes: nothing is lost from the record
-    assert len(full) == 2 + 2 * 1001 and check(full)
+    agent = Agent(remembering(watched, keep=6), [step, final_answer], 1001)
+    full = run_checked(agent, Context((Message(SYSTEM, "Count."), Message(USER, "count to 1000"))))
+    assert full.last().content == "counted to 1000" and agent.why_stop(full) == DONE
+    # system, question, then 1,001 turns of two notes: nothing is missing from the record
+    assert len(full) == 2 + 2 * 1001
     assert len(seen) == 1001
     assert max(len(ctx) for ctx in seen) == 2 + 1 + 6  # head, summary, the recent turns: bounded
     assert max(sum(len(m.content) for m in ctx) for ctx in seen) < 400
-    assert seen[-1][2].content.startswith("earlier, in 1994 notes: 997 calls (step 997), no errors")
+    assert seen[-1][2] == Message(ASSISTANT, 'earlier, in 1994 notes: 997 calls (step 997), no errors; '
+                                             'the last result: step returned "997"', "memory")
+    assert from_json(to_json(full)) == full  # the whole record saves, flat: no note holds another
 
 
-# a property: whatever the notebook and however much is kept, compact keeps the rules
+def test_the_full_notebook_replays_note_for_note_without_memory():
+    agent = Agent(remembering(counter(30), keep=3), [step, final_answer], 31)
+    full = agent.run("count to 30")
+    assert Agent(replay(full), [step, final_answer], 31).run("count to 30") == full
+
+
+def test_a_scripted_brain_under_remembering_sees_only_the_view_and_loses_its_place():
+    # memory's docstring says so: a script counts the moves it is shown, and a view hides some
+    moves = [Action("step", {"n": n}, f"step {n}") for n in range(4)]
+    script = scripted(*moves, Action("final_answer", {"answer": "4"}, "done"))
+    plain = Agent(script, [step, final_answer], 6).run("count to 4")
+    assert plain.last().content == "4"
+    forgetful = Agent(remembering(script, keep=2), [step, final_answer], 6)
+    ctx = forgetful.run("count to 4")
+    assert forgetful.why_stop(ctx) == OUT_OF_STEPS
+    assert [a.reasoning for a in actions(ctx)] == ["step 0", "step 1", "step 1", "step 1",
+                                                  "step 1", "step 1"]
+
+
+# a property: whatever the notebook and however much is kept, the view keeps the rules
 
 ACTIONS = st.sampled_from([Action("step", {"n": 1}), Action("step", {"n": "x"}), Action("nope"),
+                           Action(None, reasoning="the reply was cut off"),
                            Action("final_answer", {"answer": "ok"})])
 
 
 @settings(max_examples=150, deadline=None)
-@given(script=st.lists(ACTIONS, min_size=1, max_size=12), questions=st.integers(1, 3), keep=st.integers(1, 30),
-       system=st.booleans())
+@given(script=st.lists(ACTIONS, min_size=1, max_size=12), questions=st.integers(1, 3),
+       keep=st.integers(1, 30), system=st.booleans())
 def test_compact_keeps_the_rules_the_head_and_the_recent_notes(script, questions, keep, system):
     def brain(ctx, tools):  # plays the script round and round
-        return script[sum(m.role == ASSISTANT and m.tool is not None for m in ctx) % len(script)]
+        return script[len(actions(ctx)) % len(script)]
 
-    agent = Agent(brain, [step, final_answer], system="Count." if system else None, max_steps=4)
-    ctx = None
+    agent = Agent(brain, [step, final_answer], 4)
+    ctx = Context((Message(SYSTEM, "Count."),)) if system else Context()
     for q in range(questions):  # a conversation: one question after another
-        ctx = run_checked(agent, f"question {q}", context=ctx)
-    short = compact(ctx, keep)
-    check(short)
-    assert short.unfolded() == list(ctx)  # nothing lost, nothing added: only folded
+        ctx = run_checked(agent, ctx.add(Message(USER, f"question {q}")))
+    view = check(compact(ctx, keep))
     head = 2 if system else 1
-    assert short[:head] == ctx[:head]  # the system note and the first question, as they were
-    last_summary = max((i for i, m in enumerate(short) if m.name == "memory"), default=head - 1)
-    recent = short[last_summary + 1:]  # the notes after the last summary: the end of the notebook, whole
-    assert ctx[len(ctx) - len(recent):] == recent and (len(recent) >= keep or short.messages == ctx.messages)
-    latest = [m for m in ctx if m.is_question][-1]
-    assert latest in short.messages  # the question being worked on is never folded away
+    assert view[:head] == ctx[:head]  # the system note and the first question, as they were
+    summaries = [i for i, m in enumerate(view) if m.name == "memory"]
+    assert all(view[i].kind == "remark" and not view[i].notes for i in summaries)  # words only
+    kept = [m for m in view if m.name != "memory"]
+    rest = iter(ctx)
+    assert all(m in rest for m in kept)  # every other note is the notebook's, in its order
+    recent = view[max(summaries, default=head - 1) + 1:]  # after the last summary: the end, whole
+    assert ctx[len(ctx) - len(recent):] == recent and (len(recent) >= keep or view is ctx)
+    latest = [m for m in ctx if m.kind == "question"][-1]
+    assert latest in view.messages  # the question being worked on is never summed away
 
 
 @settings(max_examples=100, deadline=None)
-@given(budget=st.integers(1, 8), pauses=st.lists(st.integers(1, 6), max_size=4), keep=st.integers(1, 6))
-def test_the_step_budget_holds_across_compaction(budget, pauses, keep):
-    # a brain that never finishes, a run stopped and compacted again and again:
-    # it still makes exactly `budget` decisions on its question, never more
-    endless = Agent(lambda ctx, tools: Action("step", {"n": 1}), [step, final_answer], max_steps=budget)
+@given(budget=st.integers(1, 8), pauses=st.lists(st.integers(1, 6), max_size=4),
+       keep=st.integers(1, 6))
+def test_the_step_budget_counts_every_move_of_the_full_notebook(budget, pauses, keep):
+    # a brain that never finishes, reading a short view, its run stopped and resumed again
+    # and again: it still makes exactly `budget` moves on its question, never more
+    endless = Agent(remembering(lambda ctx, tools: Action("step", {"n": 1}), keep),
+                    [step, final_answer], budget)
     ctx = Context((Message(USER, "count forever"),))
     for stop_after in pauses:
-        for n, walked in enumerate(endless.steps(context=ctx), start=1):
+        for n, walked in enumerate(endless.steps(ctx), start=1):
             ctx = walked.context
             if n == stop_after:
                 break
-        ctx = compact(ctx, keep)
-    last = endless.run(context=compact(ctx, keep))
-    assert sum(m.is_decision for m in last.context.unfolded()) == budget
-    assert last.stop == "out of steps" and last.context.last().content.startswith(f"out of steps: stopped after {budget}")
+    ctx = endless.run(ctx)
+    assert endless.why_stop(ctx) == OUT_OF_STEPS
+    assert sum(m.kind == "decision" for m in ctx) == budget
+    assert ctx.last().content == f"out of steps: stopped after {budget} turns without an answer"
+
+
+def test_a_view_compacted_a_thousand_times_stays_flat_and_saves():
+    # issue 16: a summary kept the notes it folded, so compacting a compacted notebook nested
+    # summaries, and after about 500 compactions to_json raised RecursionError
+    view = Context((Message(USER, "count forever"),))
+    for n in range(1000):
+        view = compact(view.add(*turn(n)), keep=4)
+    assert view == Context((Message(USER, "count forever"),
+                            Message(ASSISTANT, 'earlier, in 3 notes: 1 call (step 1), no errors; '
+                                               'the last result: step returned "998"', "memory"),
+                            *turn(998), *turn(999)))
+    assert from_json(to_json(view)) == view
 
 
 @pytest.mark.parametrize("keep", [0, 2.5, "3", None, True])
@@ -174,30 +233,36 @@ def test_keep_must_be_a_whole_number_of_notes(keep):
 
 
 def test_a_summariser_must_return_text():
-    ctx = Context((Message(USER, "hi"),) + (Message(ASSISTANT, "", name="a", tool="t", args="{}"),
-                                             Message(TOOL, "x", name="t")) * 5)
+    ctx = Context((Message(USER, "hi"), *turn(1) * 5))
     with pytest.raises(TypeError, match="returns a string"):
         compact(ctx, 2, summarise=lambda notes: None)
 
 
-def test_a_summarising_brain_with_no_answer_falls_back_to_the_digest():
+def test_a_summarising_brain_with_no_answer_falls_back_to_the_plain_summary():
     def mute(ctx, tools):
         return Action("nothing", {})
-    notes = (Message(ASSISTANT, "", name="a", tool="t", args="{}"), Message(TOOL, "x", name="t"))
-    assert summary_by(mute)(notes) == "(the summariser gave no answer) " + digest(notes)
+    notes = turn(1)
+    assert summary_by(mute)(notes) == "(the summariser gave no answer) " + plain_summary(notes)
 
 
 def test_in_a_conversation_the_question_being_worked_on_stays_whole():
-    turn = (Message(ASSISTANT, "", name="a", tool="t", args="{}"), Message(TOOL, "x", name="t"))
     now = Message(USER, "Now cancel my subscription number 12345, please, and confirm by email.")
-    ctx = Context((Message(USER, "first question"),) + turn * 3 + (now,) + turn * 3)
-    short = check(compact(ctx, keep=2))
-    assert now in short.messages and short[0].content == "first question"
-    # question, summary, now (in its place), summary of its turns so far, the last turn
-    assert [m.role for m in short] == [USER, ASSISTANT, USER, ASSISTANT, ASSISTANT, TOOL]
-    assert short.unfolded() == list(ctx)
+    ctx = Context((Message(USER, "first question"), *turn(1) * 3, now, *turn(2) * 3))
+    view = check(compact(ctx, keep=2))
+    # question, summary, now (in its place), a summary of its turns so far, the last turn
+    assert view == Context((
+        Message(USER, "first question"),
+        Message(ASSISTANT, 'earlier, in 6 notes: 3 calls (step 3), no errors; '
+                           'the last result: step returned "2"', "memory"),
+        now,
+        Message(ASSISTANT, 'earlier, in 4 notes: 2 calls (step 2), no errors; '
+                           'the last result: step returned "3"', "memory"),
+        *turn(2)))
 
 
-def test_digest_counts_errors_by_their_flag_a_denial_too():
-    denial = Message(TOOL, "denied by alice: not today", name="refund", error=True)
-    assert ", 1 error;" in digest((Message(ASSISTANT, "", name="a", tool="refund", args="{}"), denial))
+def test_the_plain_summary_counts_errors_by_their_flag_a_denial_and_a_no_move_too():
+    denial = Message(TOOL, "denied by alice: not today", "refund", error=True)
+    no_move = Message(ASSISTANT, "the reply was cut off at 200 tokens", "clerk", error=True)
+    said = plain_summary((Message(ASSISTANT, "", "clerk", "refund", "{}"), denial, no_move))
+    assert said == ('earlier, in 3 notes: 1 call (refund 1), 2 errors; '
+                    'the last result: refund returned "denied by alice: not today"')
