@@ -9,7 +9,10 @@ The same brain runs twice: the small refund goes through, the big one does not,
 and the brain reads the denial and tells the customer.
 """
 
-from microagent import Action, Agent, as_tool, final_answer, gate, show
+from microagent import Action, Agent, final_answer
+from microagent.approval import gate
+from microagent.schema import as_tool
+from microagent.trace import show
 
 
 @as_tool
@@ -26,15 +29,19 @@ def manager(tool_name: str, args: dict) -> bool:
 def policy(ctx, tools):
     """Ask for the refund once; then say what happened."""
     last = ctx.last()
-    if last.is_question:
+    if last.kind == "question":
         amount = float(last.content.split("$")[1])
-        return Action("refund", {"order_id": "A1234", "amount": amount}, "the customer asked for a refund")
+        return Action("refund", {"order_id": "A1234", "amount": amount},
+                      "the customer asked for a refund")
     if not last.error:  # the refund went through (a "no" is an error note)
-        return Action("final_answer", {"answer": "Your refund is on its way."}, "it went through")
-    return Action("final_answer", {"answer": "A teammate needs to look at this refund first."}, "it was refused")
+        return Action("final_answer", {"answer": "Your refund is on its way."},
+                      "it went through")
+    sorry = "A teammate needs to look at this refund first."
+    return Action("final_answer", {"answer": sorry}, "it was refused")
 
 
-agent = Agent(policy, [gate(refund, manager, by="the manager"), final_answer], name="support")
-show(agent.run("Please refund $30").context)
+agent = Agent(policy, [gate(refund, manager, by="the manager"), final_answer],
+              name="support")
+show(agent.run("Please refund $30"))
 print()
-show(agent.run("Please refund $300").context)
+show(agent.run("Please refund $300"))

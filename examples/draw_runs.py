@@ -1,7 +1,7 @@
 """Two runs drawn as pictures: the refund a human approves, and a long run of 40 steps.
 
-    python examples/draw_runs.py            # writes docs/refund_run.svg and docs/long_run.svg
-    python examples/draw_runs.py FOLDER     # writes them into FOLDER instead
+    python examples/draw_runs.py          # writes docs/refund_run.svg, docs/long_run.svg
+    python examples/draw_runs.py FOLDER   # writes them into FOLDER instead
 
 The refund is notebook 06's: the refund tool waits for a human, alice approves
 it, and the run goes on. The long run is a clerk who looks up 39 orders one by
@@ -10,13 +10,14 @@ shows what a long run looks like, the same width as a short one, only taller.
 The README shows these files; a test checks they are what this script writes.
 """
 
-import dataclasses
 import pathlib
 import sys
 
-from microagent import Action, Agent, Context, approve, as_tool, final_answer
-from microagent.demo import QUESTION, check_policy, issue_refund, look_up_order, support_policy
+from microagent import Action, Agent, Context, final_answer
+from microagent.approval import approve
+from microagent.demo import QUESTION, support_agent
 from microagent.picture import draw
+from microagent.schema import as_tool
 
 ORDER_IDS = [f"A{1200 + i}" for i in range(39)]
 STATES = ("delivered", "shipped", "delivered, reported defective")
@@ -24,13 +25,9 @@ STATES = ("delivered", "shipped", "delivered, reported defective")
 
 def refund_run() -> Context:
     """Notebook 06's refund: paused before the refund, approved by alice, finished."""
-    waiting_refund = dataclasses.replace(issue_refund, needs_approval=True)
-    office = Agent(support_policy, [look_up_order, check_policy, waiting_refund, final_answer], name="support")
-    for paused in office.steps(QUESTION):
-        pass
-    for step in office.steps(context=approve(paused.context, by="alice")):
-        pass
-    return step.context
+    office = support_agent()  # no approver on the spot: the refund waits for a verdict
+    paused = office.run(QUESTION)
+    return office.run(approve(paused, office.tools["issue_refund"], by="alice"))
 
 
 @as_tool
@@ -44,20 +41,19 @@ def order_state(order_id: str) -> str:
 
 def clerk_policy(ctx: Context, tools) -> Action:
     """Look up each order in turn, then name the defective ones."""
-    results = [m for m in ctx if m.is_result]
+    results = [m for m in ctx if m.kind == "result"]
     if len(results) < len(ORDER_IDS):
         order_id = ORDER_IDS[len(results)]
         return Action("order_state", {"order_id": order_id}, f"next, {order_id}")
     defective = [m.content.split(":")[0] for m in results if "defective" in m.content]
-    return Action("final_answer", {"answer": f"{len(defective)} defective: {', '.join(defective)}"}, "all looked up")
+    answer = f"{len(defective)} defective: {', '.join(defective)}"
+    return Action("final_answer", {"answer": answer}, "all looked up")
 
 
 def long_run() -> Context:
     """A clerk's 40 steps: 39 look-ups and the answer."""
-    clerk = Agent(clerk_policy, [order_state, final_answer], name="clerk", max_steps=40)
-    for step in clerk.steps(f"Which of orders {ORDER_IDS[0]} to {ORDER_IDS[-1]} are defective?"):
-        pass
-    return step.context
+    clerk = Agent(clerk_policy, [order_state, final_answer], max_steps=40, name="clerk")
+    return clerk.run(f"Which of orders {ORDER_IDS[0]} to {ORDER_IDS[-1]} are defective?")
 
 
 def main(folder: pathlib.Path) -> None:
@@ -69,4 +65,5 @@ def main(folder: pathlib.Path) -> None:
 
 
 if __name__ == "__main__":
-    main(pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parent.parent / "docs")
+    docs = pathlib.Path(__file__).resolve().parent.parent / "docs"
+    main(pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else docs)

@@ -2,26 +2,36 @@
 
 On the spot: `gate(tool, approver)` is a Tool wrapping a Tool. It asks the
 approver (any function `(tool_name, args) -> bool`) and runs the tool only on a
-yes; a no comes back as the result, for the brain to read.
+yes; a no comes back as the tool's result, an error note for the brain to read.
 
-Later: a Tool made with `needs_approval=True` pauses the run before it runs,
-with the decision waiting in the notebook (`ctx.pending`). Save the notebook,
-let a human decide in another process days later, write their verdict with
-`approve(ctx, ...)` or `deny(ctx, ...)`, and hand it back to the agent:
-`agent.run(context=ctx)` runs the tool, or tells the brain it was denied.
+Later: a Tool made with `needs_approval=True` makes the run pause before it
+runs, with the decision waiting at the end of the notebook (`waiting(ctx)`).
+Save the notebook, let a human decide in another process days later, then:
 
-A verdict is a user note about a tool call: `tool` names the call, `name` who
-decided, and `args` the arguments approved (None for a denial). The tool runs
-exactly with what was approved, and the notebook keeps both what the brain
-asked for (the decision note) and what the human approved (the verdict).
+    ctx = approve(ctx, refund, by="alice")                     # the refund runs
+    ctx = deny(ctx, refund, "send the item back first", by="bob")  # or it doesn't
+    ctx = agent.run(ctx)                                       # the run goes on
 
-A verdict that can't be right is refused before anything is written: nothing
-waiting, a notebook that breaks the rules of microagent.invariants, a verdict
-for another tool than the waiting one, or edited arguments that don't fit the
-tool (to check those, `approve` needs the tool: `tool=...`).
+A verdict is a user note on the waiting call: `name` says who ruled, `tool`
+which call, `args` the arguments approved (None: a no, and the content is the
+reason). The tool runs with exactly what was approved, and the notebook keeps
+both what the brain asked for (the decision) and what the human approved.
+
+Each of approve and deny is two steps: `verdict` writes the human's note, and
+`settle` carries it out (runs the tool, or writes the no where its result goes).
+A program that must survive a crash saves the notebook between the two. A
+notebook that ends with a verdict is still paused, and settling it on resume
+carries the verdict out: at least once, so the tool may run again if the crash
+came while it ran. A tool with effects in the world is then keyed by its call
+(examples/pause_resume.py pays a refund once however often it is carried out).
+
+The one rule: a verdict that can't be right is refused before it is written:
+nothing waiting, a notebook that breaks the rules of microagent.invariants, a
+tool other than the waiting one, arguments that don't fit it, a reason given
+with a yes or arguments with a no.
 
 What it leaves out: signing a verdict against forgery. Here the saved notebook
-is the user's own file; a server that hands verdicts to strangers would sign them.
+is the user's own file; a server that takes verdicts from strangers signs them.
 """
 
 import copy
@@ -38,15 +48,15 @@ from microagent.tool import Tool
 def gate(tool: Tool, approver, by: str = "a human") -> Tool:
     """`tool`, asking `approver(name, args)` first; on a no it does not run."""
     if not isinstance(tool, Tool) or tool.terminal or not callable(approver):
-        raise ValueError("gate a Tool with side effects, not the final answer, and give it an approver: "
-                         "a function (tool_name, args) -> True or False")
+        raise ValueError("gate a Tool with side effects, not the final answer, and give "
+                         "it an approver: a function (tool_name, args) -> True or False")
 
     @functools.wraps(tool.fn)  # the gate takes exactly the arguments the tool takes
     def gated(**args) -> str | Message:
-        yes = approver(tool.name, copy.deepcopy(args))  # a copy: an approver can't change what runs
-        if not isinstance(yes, bool):  # subtle: "no" is a true string; only True is a yes
+        yes = approver(tool.name, copy.deepcopy(args))  # a copy: it can't edit the call
+        if not isinstance(yes, bool):  # "no" is a true string: only True is a yes
             raise TypeError(f"the approver must answer True or False, not {yes!r}")
-        if not yes:  # a denial is an error note, as when the loop settles a "no"
+        if not yes:  # an error note, as when a verdict says no
             return Message(TOOL, f"denied by {by}: {tool.name} did not run", error=True)
         out = tool(**args)
         if isinstance(out, Message):  # an agent used as a tool: keep its notes
@@ -55,39 +65,86 @@ def gate(tool: Tool, approver, by: str = "a human") -> Tool:
     return dataclasses.replace(tool, fn=gated)
 
 
-def approve(ctx: Context, *, by: str = "a human", args: dict | None = None, tool: Tool | None = None) -> Context:
-    """The notebook with a yes on the waiting decision: as the brain asked, or with edited `args`.
+def waiting(ctx: Context) -> Message | None:
+    """The decision the run waits on (its last note, if that is a decision), or None."""
+    if not isinstance(ctx, Context):
+        raise TypeError(f"waiting reads a Context, not {type(ctx).__name__}")
+    last = ctx.last()
+    return last if last is not None and last.kind == "decision" else None
 
-    Edited arguments are checked against `tool` (the waiting tool) before anything is written.
+
+def verdict(ctx: Context, tool: Tool, approved: bool, *, by: str = "a human",
+            args: dict | None = None, reason: str = "") -> Context:
+    """The notebook with a human's verdict on the waiting decision; nothing runs yet.
+
+    A yes approves the call as the brain asked it, or with edited `args`; a no
+    says why in `reason`, for the brain to read. `settle` carries it out.
     """
-    pending = _waiting(ctx, tool)
-    if args is None:
-        return ctx.add(Message(USER, "approved", name=by, tool=pending.tool, args=pending.args))
-    if tool is None:
-        raise ValueError(f"to check the edited arguments, approve needs the {pending.tool} tool: "
-                         "approve(ctx, by=..., args=..., tool=...)")
-    problem = tool.check(args)
-    if problem:
-        raise ValueError(f"the edited arguments don't fit {tool.name}: {problem}")
-    return ctx.add(Message(USER, "approved", name=by, tool=pending.tool, args=json.dumps(args, ensure_ascii=False)))
-
-
-def deny(ctx: Context, reason: str, *, by: str = "a human", tool: Tool | None = None) -> Context:
-    """The notebook with a no on the waiting decision; the tool will not run, the brain reads `reason`."""
-    pending = _waiting(ctx, tool)
-    return ctx.add(Message(USER, reason, name=by, tool=pending.tool))
-
-
-def _waiting(ctx: Context, tool: Tool | None) -> Message:
-    """The decision waiting for a verdict, or a ValueError that says why there is none."""
-    check(ctx)  # a notebook that breaks the rules gets no verdict
-    pending = ctx.pending
-    if pending is None:
+    if not isinstance(tool, Tool):
+        raise TypeError(f"the tool is the Tool the run waits on, not {tool!r}")
+    if not isinstance(approved, bool):  # "no" is a true string
+        raise TypeError(f"approved is True or False, not {approved!r}")
+    if not (isinstance(by, str) and isinstance(reason, str)):
+        raise TypeError("by (who rules) and reason (why not) are strings")
+    asked, last = waiting(ctx), ctx.last()
+    if asked is None and last is not None and last.kind == "verdict":
+        raise ValueError(f"{last.tool} has a verdict already: "
+                         "settle(ctx, tool) carries it out")
+    if asked is None:
         raise ValueError("nothing in this notebook is waiting for approval")
-    if pending is not ctx.last():
-        raise ValueError(f"{pending.tool} has a verdict already: resume the run with agent.run(context=ctx)")
-    if tool is not None and not isinstance(tool, Tool):
-        raise TypeError(f"tool= is the Tool that waits (here {pending.tool}), not {tool!r}")
-    if tool is not None and tool.name != pending.tool:
-        raise ValueError(f"the run is waiting for a verdict on {pending.tool}, not on {tool.name}")
-    return pending
+    if tool.name != asked.tool:
+        raise ValueError(f"the run is waiting for a verdict on {asked.tool}, "
+                         f"not on {tool.name}")
+    if not approved:
+        if args is not None:
+            raise ValueError("a no approves no arguments: args= goes with a yes")
+        return check(ctx.add(Message(USER, reason, by, tool.name)))
+    if reason:
+        raise ValueError("a yes needs no reason: reason= goes with a no")
+    text = asked.args if args is None else _dumps(args)
+    refused = tool.refused(text)
+    if refused:
+        problem = refused.content.removeprefix(f"error: bad arguments for {tool.name}: ")
+        which = "the arguments asked for" if args is None else "the edited arguments"
+        raise ValueError(f"{which} don't fit {tool.name}: {problem}")
+    return check(ctx.add(Message(USER, "approved", by, tool.name, text)))
+
+
+def settle(ctx: Context, tool: Tool) -> Context:
+    """Carry out the verdict the notebook ends with: run `tool` as approved, or say no.
+
+    Any other notebook comes back as it is, so settling twice carries a verdict out once.
+    """
+    if not isinstance(tool, Tool):
+        raise TypeError(f"the tool is the Tool the verdict rules on, not {tool!r}")
+    if not isinstance(ctx, Context):
+        raise TypeError(f"settle reads a Context, not {type(ctx).__name__}")
+    ruled = ctx.last()
+    if ruled is None or ruled.kind != "verdict":
+        return ctx
+    if tool.name != ruled.tool:
+        raise ValueError(f"the verdict is on {ruled.tool}, not on {tool.name}")
+    check(ctx)  # a verdict from a file is carried out only if its notebook is sound
+    if ruled.args is None:
+        said = f"denied by {ruled.name}: {ruled.content}"
+        return ctx.add(Message(TOOL, said, tool.name, error=True))
+    return ctx.add(tool.run(ruled.args))
+
+
+def approve(ctx: Context, tool: Tool, *, by: str = "a human",
+            args: dict | None = None) -> Context:
+    """The notebook with a yes on the waiting decision (as asked, or edited to `args`),
+    carried out: the tool has run."""
+    return settle(verdict(ctx, tool, True, by=by, args=args), tool)
+
+
+def deny(ctx: Context, tool: Tool, reason: str, *, by: str = "a human") -> Context:
+    """The notebook with a no on the waiting decision: the tool did not run, and why."""
+    return settle(verdict(ctx, tool, False, by=by, reason=reason), tool)
+
+
+def _dumps(args) -> str:
+    try:
+        return json.dumps(args, ensure_ascii=False)
+    except RecursionError:  # read_json reads nesting up to Python's own limit, no deeper
+        raise ValueError("the edited arguments are nested too deeply to write") from None

@@ -1,61 +1,105 @@
-"""The story printer: a notebook read back as the story of what happened.
+r"""The story printer: a notebook read back as the story of what happened.
 
     you asked: "Can I get a refund for order A1234?"
       support thought: let me pull up the order first
         -> look_up_order returned: A1234, Wireless Headphones, $79, delivered
 
-Each thought line is the brain deciding, each arrow line a coworker handing
-back a result. What an agent used as a tool did is told in full, indented
-under the call. `story(ctx)` returns the text; `show(ctx)` prints it. In
-Jupyter a Context displays as its story by itself.
+A line per note, told by its kind: each "thought" is the brain deciding, each
+arrow a coworker handing back a result, a human's verdict sits between a call
+and its result, and a reply that held no move says what was wrong with it.
+What an agent used as a tool did is told in full, indented under the call.
+`story(ctx)` returns the text; `show(ctx)` prints it. In Jupyter a Context
+displays as its story by itself.
+
+The one rule: no note can print a line that passes for another's. Each line
+begins the way its kind of note begins, so a line break inside a note (any of
+those Python's str.splitlines knows: \n, \r, \u2028, \x85, \f, ...) starts a
+line marked `|` as the same note's, and any other control character (a
+terminal's escape codes, which could move the cursor up and print over a
+line) is shown as its escape, `\x1b`, as is half a character (`\ud800`).
 
 It only reads; it never changes a notebook, and it shows the arguments of a
 decision only where they matter to a human (a call waiting for approval, a
-verdict that changed them).
+verdict that changed them). It does not defend against look-alike letters or
+right-to-left marks: what a note says stays on its own lines, not beyond
+doubt in how it looks.
 """
 
+import re
+
 from microagent.context import Context
-from microagent.message import ASSISTANT, SYSTEM, Message
+from microagent.message import Message
+
+BREAK = r"\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]"  # every one str.splitlines knows
+# every other control character but tab, and half a character (a lone surrogate: a
+# terminal can't print it)
+OTHER = r"[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f\ud800-\udfff]"
+CONTROL = re.compile(f"({BREAK})|{OTHER}")
 
 
 def story(ctx: Context | tuple[Message, ...], indent: str = "") -> str:
-    """The notebook as a story, one line per note.
+    """The notebook as a story: a line per note, and a marked line per break in one.
 
-    >>> from microagent.message import Message
-    >>> print(story(Context().add(Message("user", "hi"), Message("tool", "hello!", name="final_answer"))))
+    >>> hi = Message("user", "hi")
+    >>> print(story(Context((hi, Message("tool", "hello!", "final_answer")))))
     you asked: "hi"
         -> final_answer returned: hello!
     """
-    if isinstance(ctx, (str, bytes)):  # it reads any notes, but not the JSON text of them
-        raise TypeError("story takes a Context, not its JSON text: load it with Context.from_json(text)")
-    messages = list(ctx)
+    if isinstance(ctx, (str, bytes)):  # any notes, but not the JSON text of them
+        raise TypeError("story takes a Context, not its JSON text: "
+                        "load it with microagent.saving.from_json(text)")
+    notes = tuple(ctx)
+    if not all(isinstance(m, Message) for m in notes):
+        raise TypeError("story takes a Context, or a tuple of Messages")
     lines = []
-    for i, m in enumerate(messages):
-        if m.role == SYSTEM:
+    for i, m in enumerate(notes):
+        last = i == len(notes) - 1 and not indent  # a run's last, not an inner run's
+        if m.kind == "system":
             lines.append(f"{indent}(the assistant was told: {m.content})")
-        elif m.is_question:
+        elif m.kind == "question":
             lines.append(f'{indent}you asked: "{m.content}"')
-        elif m.is_verdict and m.args is None:
-            lines.append(f"{indent}    {m.name} denied {m.tool}: {m.content}")
-        elif m.is_verdict:  # an approval; it follows the decision it rules on
-            asked = messages[i - 1].args if i > 0 else None
-            edit = f" (it asked for {asked})" if asked is not None and asked != m.args else ""
-            lines.append(f"{indent}    {m.name} approved {m.tool} with {m.args}{edit}")
-        elif m.is_decision:  # the reasoning, or else the call itself
+        elif m.kind == "decision":  # the reasoning, or else the call itself
             said = m.content or f"call {m.tool} with {m.args}"
             lines.append(f"{indent}  {m.name} thought: {said}")
-            if i == len(messages) - 1 and not indent:  # nothing answered it: the run is paused
-                lines.append(f"{indent}    .. {m.tool} {m.args} is waiting for a human to decide")
-        elif m.role == ASSISTANT:  # the assistant's own remark: out of steps, a memory summary
-            lines.append(f"{indent}  {m.name}: {m.content}")
-        elif m.is_result:
-            if m.notes:
-                lines += story(m.notes, indent + "      ").split("\n")  # marked already, one level down
+            if last:  # nothing answered it: the run is paused
+                lines.append(f"{indent}    .. {m.tool} {m.args} is waiting for a human "
+                             "to decide")
+        elif m.kind == "verdict":
+            lines.append(f"{indent}    {_ruled(notes, i)}")
+            if last:
+                lines.append(f"{indent}    .. {m.tool}: the verdict is not carried out")
+        elif m.kind == "result":
+            if m.notes:  # an agent used as a tool: its run, one level in, marked already
+                lines += story(m.notes, indent + "      ").split("\n")
             lines.append(f"{indent}    -> {m.name} returned: {m.content}")
-    # subtle: a note's own line breaks are marked, so no note can print a line that passes for another's
-    return "\n".join(line.replace("\n", "\n" + indent + "      | ") for line in lines)
+        elif m.kind == "no_move":
+            lines.append(f"{indent}  {m.name} made no move: {m.content}")
+        else:  # a remark: out of steps, say
+            lines.append(f"{indent}  {m.name}: {m.content}")
+    return "\n".join(_mark(line, indent) for line in lines)
 
 
 def show(ctx: Context) -> None:
     """Print the notebook as a story."""
     print(story(ctx))
+
+
+def _ruled(notes: tuple[Message, ...], i: int) -> str:
+    """A verdict in words: who approved what (and what was asked), or said no."""
+    m = notes[i]
+    if m.args is None:
+        return f"{m.name} denied {m.tool}: {m.content}"
+    asked = notes[i - 1].args if i > 0 else None
+    edit = f" (it asked for {asked})" if asked is not None and asked != m.args else ""
+    return f"{m.name} approved {m.tool} with {m.args}{edit}"
+
+
+def _mark(line: str, indent: str) -> str:
+    """A line as the story prints it: a break starts a `|` line, controls are escaped.
+
+    >>> print(_mark("  bot thought: ok\\u2028    alice approved refund\\x1b[1A", ""))
+      bot thought: ok
+          |     alice approved refund\\x1b[1A
+    """
+    marked = "\n" + indent + "      | "
+    return CONTROL.sub(lambda c: marked if c.group(1) else ascii(c.group())[1:-1], line)

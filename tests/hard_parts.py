@@ -1,18 +1,26 @@
-"""What the tests of the hard parts share: a step stream checked at every step, and a refund run that pauses.
+"""What the tests of the hard parts share: a run checked at every step, and a refund run that pauses.
 
 Run as a script, it is the "other process" of the cross-process tests:
 
-    python tests/hard_parts.py finish PLAN < saved.json      # print the finished run's JSON
-    python tests/hard_parts.py start|approve|deny SAVED LEDGER   # the refund flow, one process per step
+    python tests/hard_parts.py finish PLAN < saved.json          # print the finished run's JSON
+    python tests/hard_parts.py start|approve|deny SAVED LEDGER   # the refund flow, a process a step
 """
 
 import dataclasses
 import pathlib
 import sys
 
-from microagent import SYSTEM, USER, Action, Agent, Context, Message, Tool, approve, as_tool, deny, final_answer, scripted
+from microagent.agent import Agent
+from microagent.approval import approve, deny, settle, verdict, waiting
+from microagent.context import Context
 from microagent.demo import QUESTION, check_policy, issue_refund, look_up_order
 from microagent.invariants import check
+from microagent.message import SYSTEM, USER, Message
+from microagent.policy import Action
+from microagent.saving import from_json, to_json
+from microagent.schema import as_tool
+from microagent.script import scripted
+from microagent.tool import Tool, final_answer
 
 
 def checked(steps):
@@ -22,44 +30,56 @@ def checked(steps):
         yield step
 
 
-def run_checked(agent: Agent, question: str | None = None, *, context: Context | None = None) -> Context:
-    """agent.run, with the invariants checked after every step."""
-    for step in checked(agent.steps(question, context=context)):
+def run_checked(agent: Agent, task: str | Context) -> Context:
+    """agent.run(task), with the invariants checked after every step."""
+    for step in checked(agent.steps(task)):
         pass
     return step.context
 
 
 def verdicts(ctx: Context) -> int:
     """How many verdicts a notebook holds: the next one to give is plan[verdicts(ctx)]."""
-    return sum(m.role == USER and m.tool is not None for m in ctx)
+    return sum(m.kind == "verdict" for m in ctx)
+
+
+def carry_out(agent: Agent, ctx: Context) -> Context:
+    """Settle the verdict a notebook ends with (if it does), with the agent's own tool."""
+    last = ctx.last()
+    return settle(ctx, agent.tools[last.tool]) if last.kind == "verdict" else ctx
 
 
 def finish(agent: Agent, ctx: Context, plan: list) -> Context:
-    """Go on with a run to its end, answering each pause with the next verdict of `plan` (ctx -> ctx)."""
+    """Go on with a run to its end, answering each pause with the next verdict of `plan`.
+
+    A verdict of the plan only writes the human's note (ctx -> ctx); it is carried out
+    when the run goes on, as a program that saved the verdict first would.
+    """
     while True:
-        ctx = run_checked(agent, context=ctx)
-        if ctx.pending is None or verdicts(ctx) == len(plan):  # done, out of steps, or no verdict left
+        ctx = run_checked(agent, carry_out(agent, ctx))
+        if waiting(ctx) is None or verdicts(ctx) == len(plan):  # done, or no verdict left
             return ctx
         ctx = check(plan[verdicts(ctx)](ctx))
 
 
 def stops(agent: Agent, question: str, plan: list) -> list[Context]:
-    """Every state a run passes through: its start, each step, each verdict written."""
-    ctx = Context((Message(SYSTEM, agent.system), Message(USER, question)))
+    """Every state a run passes through: its start, each step, each verdict, each carried out."""
+    ctx = Context((Message(SYSTEM, SYSTEM_NOTE), Message(USER, question)))
     seen = [ctx]
     while True:
-        for step in checked(agent.steps(context=ctx)):
-            if step.context != seen[-1]:
-                seen.append(step.context)
+        ctx = carry_out(agent, ctx)
+        for now in [ctx] + [step.context for step in checked(agent.steps(ctx))]:
+            if now != seen[-1]:
+                seen.append(now)
         ctx = seen[-1]
-        if ctx.pending is None or verdicts(ctx) == len(plan):  # done, out of steps, or no verdict left
+        if waiting(ctx) is None or verdicts(ctx) == len(plan):  # done, or no verdict left
             return seen
-        ctx = plan[verdicts(ctx)](ctx)
+        ctx = check(plan[verdicts(ctx)](ctx))
         seen.append(ctx)
 
 
 # the refund office, with a refund that waits for a human instead of asking on the spot
 refund = dataclasses.replace(issue_refund, needs_approval=True)
+SYSTEM_NOTE = "You help customers with refunds."
 
 REFUND_SCRIPT = scripted(
     Action("look_up_order", {"order_id": "A1234"}, "let me pull up the order first"),
@@ -68,16 +88,16 @@ REFUND_SCRIPT = scripted(
     Action("final_answer", {"answer": "I have done what I could with your refund."}, "tell the customer"),
 )
 
+# each plan is the verdicts a run gets, in turn; each only writes the human's note
 PLANS = {
-    "approve": [lambda ctx: approve(ctx, by="alice")],
-    "edit": [lambda ctx: approve(ctx, by="alice", args={"order_id": "A1234", "amount": 70}, tool=refund)],
-    "deny": [lambda ctx: deny(ctx, "send the item back first", by="bob")],
+    "approve": [lambda ctx: verdict(ctx, refund, True, by="alice")],
+    "edit": [lambda ctx: verdict(ctx, refund, True, by="alice", args={"order_id": "A1234", "amount": 70})],
+    "deny": [lambda ctx: verdict(ctx, refund, False, by="bob", reason="send the item back first")],
 }
 
 
 def refund_agent(refund_tool: Tool = refund, policy=REFUND_SCRIPT) -> Agent:
-    return Agent(policy, [look_up_order, check_policy, refund_tool, final_answer], name="support",
-                 system="You help customers with refunds.")
+    return Agent(policy, [look_up_order, check_policy, refund_tool, final_answer], name="support")
 
 
 def ledger_refund(ledger: pathlib.Path) -> Tool:
@@ -100,17 +120,18 @@ def reading_brain(ctx: Context, tools) -> Action:
 
 def main(argv: list[str]) -> None:
     if argv[0] == "finish":
-        print(finish(refund_agent(), check(Context.from_json(sys.stdin.read())), PLANS[argv[1]]).to_json())
+        print(to_json(finish(refund_agent(), check(from_json(sys.stdin.read())), PLANS[argv[1]])))
         return
     saved, ledger = pathlib.Path(argv[1]), pathlib.Path(argv[2])
     agent = refund_agent(ledger_refund(ledger), reading_brain)
     if argv[0] == "start":
         ctx = run_checked(agent, QUESTION)
     else:
-        ctx = check(Context.from_json(saved.read_text(encoding="utf-8")))
-        ctx = approve(ctx, by="alice") if argv[0] == "approve" else deny(ctx, "not today", by="bob")
-        ctx = run_checked(agent, context=ctx)
-    saved.write_text(ctx.to_json(), encoding="utf-8")
+        ctx = check(from_json(saved.read_text(encoding="utf-8")))
+        paying = agent.tools["issue_refund"]
+        ctx = approve(ctx, paying, by="alice") if argv[0] == "approve" else deny(ctx, paying, "not today", by="bob")
+        ctx = run_checked(agent, ctx)
+    saved.write_text(to_json(ctx), encoding="utf-8")
     print(ctx.last().content)
 
 

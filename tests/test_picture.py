@@ -1,6 +1,5 @@
 """A run drawn as a picture: well-formed SVG whose lanes and arrows are the notebook's notes, every text escaped."""
 
-import dataclasses
 import json
 import pathlib
 import subprocess
@@ -11,17 +10,25 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from hard_parts import run_checked
-from microagent import (agent_tool, ASSISTANT, TOOL, USER, Action, Agent, Context, Message, approve, as_tool, deny,
-                        final_answer, scripted)
-from microagent.demo import QUESTION, check_policy, issue_refund, look_up_order, support_policy
+from microagent.agent import Agent
+from microagent.approval import approve, deny
+from microagent.context import Context
+from microagent.demo import QUESTION, look_up_order, support_agent
+from microagent.message import ASSISTANT, SYSTEM, TOOL, USER, Message
 from microagent.picture import CHAR, HEAD, ROW, draw
+from microagent.policy import Action
+from microagent.saving import from_json, to_json
+from microagent.schema import as_tool
+from microagent.script import scripted
+from microagent.team import agent_tool
+from microagent.tool import final_answer
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SVG = "{http://www.w3.org/2000/svg}"
-BANDS = ("approved", "denied", "waiting", "note")
+BANDS = ("approved", "denied", "waiting", "no_move", "note")
 
-waiting_refund = dataclasses.replace(issue_refund, needs_approval=True)
-office = Agent(support_policy, [look_up_order, check_policy, waiting_refund, final_answer], name="support")
+office = support_agent()  # no approver: the refund waits for a human's verdict
+refund = office.tools["issue_refund"]
 
 
 def read(svg: str) -> tuple[list[tuple[str, str]], list[tuple]]:
@@ -60,7 +67,7 @@ def paused_refund() -> Context:
 
 
 def test_the_refund_run_is_drawn_lane_by_lane_and_note_by_note():
-    ctx = run_checked(office, context=approve(paused_refund(), by="alice"))
+    ctx = run_checked(office, approve(paused_refund(), refund, by="alice"))
     lanes, rows = read(draw(ctx).svg)
     assert lanes == [("person", "asks"), ("support", "agent"), ("look_up_order", "tool"), ("check_policy", "tool"),
                      ("issue_refund", "tool"), ("final_answer", "tool")]
@@ -76,8 +83,8 @@ def test_the_refund_run_is_drawn_lane_by_lane_and_note_by_note():
 
 
 def test_the_mark_says_who_decided_and_the_arguments_a_human_changed():
-    ctx = approve(paused_refund(), by="alice", args={"order_id": "A1234", "amount": 70}, tool=waiting_refund)
-    svg = draw(run_checked(office, context=ctx)).svg
+    ctx = approve(paused_refund(), refund, by="alice", args={"order_id": "A1234", "amount": 70})
+    svg = draw(run_checked(office, ctx)).svg
     assert ('waited for a human: alice approved issue_refund with {"order_id": "A1234", "amount": 70} '
             '(it asked for {"order_id": "A1234", "amount": 79})') in texts(svg)
 
@@ -90,7 +97,7 @@ def test_a_paused_run_ends_with_a_mark_that_it_waits_for_a_human():
 
 
 def test_a_denial_is_marked_with_who_said_no_and_why_and_its_result_is_an_error():
-    svg = draw(run_checked(office, context=deny(paused_refund(), "return the item first", by="bob"))).svg
+    svg = draw(run_checked(office, deny(paused_refund(), refund, "return the item first", by="bob"))).svg
     lanes, rows = read(svg)
     assert rows[6:8] == [("6", "denied", None, None), ("7", "error", "issue_refund", "support")]
     assert "waited for a human: bob denied issue_refund: return the item first" in texts(svg)
@@ -142,7 +149,7 @@ def test_characters_xml_cannot_hold_become_a_replacement_mark_and_the_file_still
     # a NUL, a terminal's escape code and a lone surrogate (which JSON can carry) in a loaded notebook
     saved = json.dumps({"format": "microagent.context/1", "messages": [
         {"role": "user", "content": "hi\u0000 \u001b[31mred\ud800"}]})
-    picture = draw(Context.from_json(saved))
+    picture = draw(from_json(saved))
     assert "person asked: hi\ufffd \ufffd[31mred\ufffd" in texts(picture.svg)
     picture.save(tmp_path / "run.svg")  # a lone surrogate could not even be written as UTF-8
     assert ET.parse(tmp_path / "run.svg").getroot().tag == SVG + "svg"
@@ -152,8 +159,8 @@ notes = st.text(max_size=40)  # any text at all, control characters and lone sur
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["question", "decision", "result", "error", "said", "verdict"]),
-                          notes, notes), max_size=12))
+@given(st.lists(st.tuples(st.sampled_from(["question", "decision", "result", "error", "said", "verdict",
+                                           "no_move", "system"]), notes, notes), max_size=12))
 def test_any_notes_make_a_well_formed_picture_with_every_text_in_its_tooltip(made):
     # not a sensible run, only notes, any text at all: the picture still parses, one row per note
     kinds = {"question": lambda c, n: Message(USER, c),
@@ -161,14 +168,16 @@ def test_any_notes_make_a_well_formed_picture_with_every_text_in_its_tooltip(mad
              "result": lambda c, n: Message(TOOL, c, name=n),
              "error": lambda c, n: Message(TOOL, c, name=n, error=True, notes=(Message(USER, n),)),
              "said": lambda c, n: Message(ASSISTANT, c, name=n),
-             "verdict": lambda c, n: Message(USER, c, name=n, tool="t")}
+             "verdict": lambda c, n: Message(USER, c, name=n, tool="t"),
+             "no_move": lambda c, n: Message(ASSISTANT, c, name=n, error=True),
+             "system": lambda c, n: Message(SYSTEM, c)}
     ctx = Context(tuple(kinds[kind](content, name) for kind, content, name in made))
     picture = draw(ctx)
-    waits = ctx.last() is not None and ctx.last().is_decision  # a decision nothing answered gets a mark
+    waits = ctx.last() is not None and ctx.last().kind == "decision"  # nothing answered it: a mark
     assert picture.rows == sum(1 + len(m.notes) for m in ctx) + waits
     seen = "\n".join(texts(picture.svg))
     for m in ctx:
-        # subtle: XML reads a carriage return as a newline, so a tooltip shows it as one
+        # XML reads a carriage return as a newline, so a tooltip shows it as one
         shown = "".join(c if c in "\t\n\r" or " " <= c <= "\ud7ff" or "\ue000" <= c <= "\ufffd" or c > "\uffff"
                         else "\ufffd" for c in m.content).replace("\r\n", "\n").replace("\r", "\n")
         assert shown in seen
@@ -199,10 +208,24 @@ def test_a_long_run_grows_downward_and_never_wider():
 
 def test_out_of_steps_and_a_system_note_are_bands():
     agent = Agent(scripted(Action("look_up_order", {"order_id": "A1234"})), [look_up_order, final_answer],
-                  name="support", system="be kind", max_steps=1)
-    lanes, rows = read(draw(run_checked(agent, QUESTION)).svg)
-    # system, user, assistant, tool, assistant (out of steps)
+                  max_steps=1, name="support")
+    ctx = run_checked(agent, Context((Message(SYSTEM, "be kind"), Message(USER, QUESTION))))
+    lanes, rows = read(draw(ctx).svg)
+    # system, question, decision, result, remark (out of steps)
     assert [kind for n, kind, a, b in rows] == ["note", "question", "call", "result", "note"]
+    assert "support: out of steps: stopped after 1 turns without an answer" in texts(draw(ctx).svg)
+
+
+def test_a_reply_with_no_move_is_a_band_that_says_what_was_wrong():
+    brain = scripted(Action(None, reasoning="your reply was cut off at 200 tokens"),
+                     Action("final_answer", {"answer": "sorry, here it is"}))
+    ctx = run_checked(Agent(brain, [final_answer], name="bot"), "hi")
+    lanes, rows = read(draw(ctx).svg)
+    # question, no_move, decision, result: no arrow to a tool for the no_move, and no lane for tool ""
+    assert lanes == [("person", "asks"), ("bot", "agent"), ("final_answer", "tool")]
+    assert rows == [("0", "question", "person", "bot"), ("1", "no_move", None, None),
+                    ("2", "call", "bot", "final_answer"), ("3", "result", "final_answer", "bot")]
+    assert "bot made no move: your reply was cut off at 200 tokens" in texts(draw(ctx).svg)
 
 
 def test_jupyter_shows_the_picture_and_a_line_of_text_beside_it():
@@ -221,8 +244,8 @@ def test_saved_as_a_file_it_is_the_same_picture(tmp_path):
 
 
 def test_what_is_not_a_notebook_is_refused_with_the_way_to_get_one():
-    with pytest.raises(TypeError, match=r"not a str: .*Context.from_json\(text\)"):
-        draw(paused_refund().to_json())
+    with pytest.raises(TypeError, match=r"not a str: .*from_json\(text\)"):
+        draw(to_json(paused_refund()))
     for step in office.steps(QUESTION):
         pass
     with pytest.raises(TypeError, match=r"not a Step: a Step's is step.context"):
@@ -230,17 +253,19 @@ def test_what_is_not_a_notebook_is_refused_with_the_way_to_get_one():
     assert draw(step.context).svg == draw(step.context.messages).svg  # the notes alone draw the same
 
 
-def test_the_pictures_the_readme_shows_are_what_the_script_draws_today(tmp_path):
+def test_the_pictures_the_docs_show_are_what_the_script_draws_today(tmp_path):
     out = subprocess.run([sys.executable, str(ROOT / "examples" / "draw_runs.py"), str(tmp_path)],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     for name in ("refund_run.svg", "long_run.svg"):
         assert (tmp_path / name).read_text() == (ROOT / "docs" / name).read_text(), (
             f"docs/{name} is stale: run python examples/draw_runs.py")
-    readme = (ROOT / "README.md").read_text()
-    assert "](docs/refund_run.svg)" in readme
+    # the README, or a page in docs/ it links to, shows the refund and says how big the long run is
+    pages = {path.name: path.read_text().replace("\n", " ") for path in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]}
+    assert [name for name, text in pages.items() if "refund_run.svg)" in text], "no page shows docs/refund_run.svg"
     long_size = out.stdout.splitlines()[1].removeprefix("long_run.svg: ")  # "81 rows, 684 x 2166 px"
-    assert f"40-step run, {long_size}" in readme.replace("\n", " "), "the README's size of the long run is stale"
+    assert [name for name, text in pages.items() if f"40-step run, {long_size}" in text], (
+        "no page gives the long run's size as it is drawn today")
 
 
 def test_notebook_06_shows_the_refund_runs_as_they_are_drawn_today():
@@ -249,7 +274,7 @@ def test_notebook_06_shows_the_refund_runs_as_they_are_drawn_today():
     shown = ["".join(out["data"]["image/svg+xml"]) for cell in notebook["cells"] for out in cell.get("outputs", [])
              if "image/svg+xml" in out.get("data", {})]
     paused = paused_refund()
-    refused = run_checked(office, context=deny(paused, "the customer must return the item first", by="alice"))
+    refused = run_checked(office, deny(paused, refund, "the customer must return the item first", by="alice"))
     assert shown == [(ROOT / "docs" / "refund_run.svg").read_text(), draw(refused).svg], (
         "notebook 06's pictures are stale: python tests/test_notebooks.py notebooks/06_refund_demo.ipynb")
-    assert shown[0] == draw(run_checked(office, context=approve(paused, by="alice"))).svg
+    assert shown[0] == draw(run_checked(office, approve(paused, refund, by="alice"))).svg
