@@ -1,18 +1,18 @@
 """An Agent is the assistant who keeps working: decide, act, write it down, repeat.
 
-Each turn the brain reads the notebook and picks an Action; the agent writes
-that decision down (a note with the tool's name and arguments), calls the tool,
-and writes down what came back (a note from the tool). Before every turn it asks
+Each turn the brain reads the notebook and picks an Action; the agent calls the
+tool and writes both down: the decision (a note with the tool's name and
+arguments) and what came back (a note from the tool). Before every turn it asks
 why it should stop, and it stops for one of four reasons:
 
     done          a terminal tool (the final answer) has answered
-    paused        a decision waits for a human's verdict (a tool that needs approval)
+    paused        a decision waits for a human's verdict (a tool that needs one)
     cancelled     the caller said stop
     out_of_steps  the step budget is spent; the agent says so in a note
 
-The loop is a generator: `steps()` yields one Step per turn and the caller drives
-it; `run()` drains it and hands back the notebook, and `why_stop(ctx)` says why
-it ended. The brain's mistakes never crash the loop: an unknown tool, arguments
+The loop is a generator: `steps()` yields one Step per turn and the caller
+drives it; `run()` drains it and hands back the notebook, and `why_stop(ctx)`
+says why it ended. The brain's mistakes never crash the loop: an unknown tool, arguments
 that don't fit, a tool that raises, each becomes an error note that the brain
 reads next turn.
 
@@ -45,59 +45,63 @@ DONE, PAUSED, CANCELLED, OUT_OF_STEPS = "done", "paused", "cancelled", "out_of_s
 class Step(NamedTuple):  # as frozen as a dataclass, and cheaper to make once a turn
     """One turn, as the caller sees it; the last Step of a run says why it stopped."""
 
-    context: Context               # the whole notebook after this step: keep it to keep the run
+    context: Context               # the notebook after this step: keep it to keep the run
     action: Action | None = None   # what the brain decided this turn
     result: Message | None = None  # the tool's note (None: nothing ran, or nothing could)
     stop: str | None = None        # on the last step only: why the run ended
 
 
 class Agent:
-    """The assistant: a brain (`policy`), its coworkers (`tools`), a step budget, and a name."""
+    """The assistant: a brain (`policy`), coworkers (`tools`), a budget and a name."""
 
     def __init__(self, policy: Callable, tools: list[Tool], max_steps: int = 10, *,
                  name: str = "agent"):
         if not callable(policy):
-            raise TypeError(f"the policy is the brain, a function (context, tools) -> Action, "
-                            f"not {policy!r}")
-        if not (isinstance(tools, (list, tuple)) and all(isinstance(t, Tool) for t in tools)):
-            raise TypeError("tools must be a list of Tools: Tool(name, description, fn), or @as_tool")
+            raise TypeError(f"the policy is the brain, a function (context, tools) -> "
+                            f"Action, not {policy!r}")
+        if not (isinstance(tools, (list, tuple))
+                and all(isinstance(t, Tool) for t in tools)):
+            raise TypeError("tools must be a list of Tools: Tool(name, description, fn), "
+                            "or @as_tool")
         if not (type(max_steps) is int and max_steps >= 0):  # True is an int in Python
-            raise ValueError(f"max_steps must be a whole number, 0 or more, not {max_steps!r}")
+            raise ValueError(f"max_steps must be a whole number, 0 or more, "
+                             f"not {max_steps!r}")
         self.policy = policy
         self.max_steps = max_steps
         self.name = name
-        self.tools = MappingProxyType({t.name: t for t in tools})  # name -> Tool, read-only
+        self.tools = MappingProxyType({t.name: t for t in tools})  # read-only
         if len(self.tools) != len(tools):
             raise ValueError(f"two tools share a name: {[t.name for t in tools]}")
 
     def steps(self, task: str | Context, cancel=None):
-        """Run the loop on `task` (a question, or a notebook to go on with): a Step per turn,
-        and a last Step that says why it stopped.
+        """Run the loop on `task` (a question, or a notebook to go on with): a Step
+        per turn, and a last Step that says why it stopped.
 
-        `cancel` is a threading.Event (anything with .is_set()): once set, nothing new starts.
+        `cancel` is a threading.Event (anything with .is_set()): once set, nothing new
+        starts.
         """
         ctx = self.start(task)
         turns = _turns(ctx)  # counted from the notebook, so the budget spans a resume
         while not (stop := self.why_stop(ctx, cancel)) and turns < self.max_steps:
-            action = self.policy(ctx, self.tools)           # decide
-            came = self.act(action)                         # act: the result note, if any
-            ctx = ctx.add(self.decision(action), *came)     # write it down: the decision, its result
+            action = self.policy(ctx, self.tools)        # decide
+            came = self.act(action)                      # act: the result note, if any
+            ctx = ctx.add(self.decision(action), *came)  # write it down, both
             turns += 1
             yield Step(ctx, action, *came)
-        if stop is None:  # the budget is spent: a note says so, and that note ends the run
+        if stop is None:  # the budget is spent: a note says so, and ends the run
             stop = OUT_OF_STEPS
             ctx = ctx.add(Message(ASSISTANT, f"out of steps: stopped after {turns} turns "
                                   "without an answer", self.name))
         yield Step(ctx, stop=stop)
 
     def run(self, task: str | Context, cancel=None) -> Context:
-        """Run until the loop stops; hand back the notebook. `why_stop(ctx)` says why it stopped."""
+        """Run until the loop stops; hand back the notebook (why_stop says why)."""
         for step in self.steps(task, cancel):
             pass
         return step.context
 
     def start(self, task: str | Context) -> Context:
-        """The notebook a run starts from: a new one with the question, or the one handed in."""
+        """The notebook a run starts from: a new one with the question, or yours."""
         if isinstance(task, str):
             return Context((Message(USER, task),))
         if not (isinstance(task, Context) and any(m.kind == "question" for m in task)):
@@ -106,14 +110,14 @@ class Agent:
         return task
 
     def why_stop(self, ctx: Context, cancel=None) -> str | None:
-        """Why a run that has written this notebook stops now, read off its last note; None: go on.
+        """Why a run with this notebook stops now, read off its last note (None: go on).
 
         DONE, PAUSED, OUT_OF_STEPS, or CANCELLED (only if `cancel` is set).
         """
         last = ctx.messages[-1]
         kind = last.kind
-        tool = self.tools.get(last.name) if kind == "result" else None
-        if tool and tool.terminal and not last.error:  # a terminal tool has answered
+        if kind == "result" and not last.error and last.name in self.tools \
+                and self.tools[last.name].terminal:  # a terminal tool has answered
             return DONE
         if kind in ("decision", "verdict"):  # nothing answered it: it waits for a human
             return PAUSED
@@ -130,7 +134,7 @@ class Agent:
                        None if no_move else action.args, error=no_move)
 
     def act(self, action: Action) -> tuple[Message, ...]:
-        """Carry out a move: what came of it, a result or an error note (none if nothing runs yet)."""
+        """Carry out a move: what came of it, a result or an error note (or none)."""
         if not isinstance(action, Action):
             raise TypeError(f"the policy must return an Action, not {action!r}")
         tool = self.tools.get(action.tool)
@@ -139,9 +143,9 @@ class Agent:
         if tool is None:
             return (error_note(action.tool, f"there is no tool named {action.tool!r}; "
                                             f"the tools are: {', '.join(self.tools)}"),)
-        if tool.needs_approval:  # it waits for a human; a call that can't fit is refused now
-            refused = tool.refused(action.args)
-            return (refused,) if refused else ()
+        if tool.needs_approval:  # it waits for a human; a call that can't fit, refused
+            read = tool.read(action.args)
+            return (read,) if isinstance(read, Message) else ()
         return (tool.run(action.args),)
 
 

@@ -102,9 +102,9 @@ def verdict(ctx: Context, tool: Tool, approved: bool, *, by: str = "a human",
     if reason:
         raise ValueError("a yes needs no reason: reason= goes with a no")
     text = asked.args if args is None else _dumps(args)
-    refused = tool.refused(text)
-    if refused:
-        problem = refused.content.removeprefix(f"error: bad arguments for {tool.name}: ")
+    read = tool.read(text)
+    if isinstance(read, Message):  # the note that says why they don't fit
+        problem = read.content.removeprefix(f"error: bad arguments for {tool.name}: ")
         which = "the arguments asked for" if args is None else "the edited arguments"
         raise ValueError(f"{which} don't fit {tool.name}: {problem}")
     return check(ctx.add(Message(USER, "approved", by, tool.name, text)))

@@ -32,8 +32,8 @@ class Context:
         """A new notebook with `msgs` appended; this one is left as it was."""
         for m in msgs:
             if not isinstance(m, Message):
-                raise TypeError("Context.add takes Messages, one per argument: ctx.add(note), "
-                                "or ctx.add(*notes)")
+                raise TypeError("Context.add takes Messages, one per argument: "
+                                "ctx.add(note), or ctx.add(*notes)")
         return Context(self.messages + msgs)
 
     def last(self) -> Message | None:

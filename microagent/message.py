@@ -31,14 +31,14 @@ ROLES = (SYSTEM, USER, ASSISTANT, TOOL)
 
 @dataclass(frozen=True, slots=True)
 class Message:
-    """One note: who wrote it (role, name), what it says (content), and for a decision, its call."""
+    """One note: who wrote it (role, name), what it says, and for a decision, its call."""
 
     role: str                # one of ROLES
     content: str
     name: str | None = None  # who wrote it: the agent, the tool, or the human who ruled
-    tool: str | None = None  # a decision: the tool it calls (a verdict: the tool it rules on)
-    args: str | None = None  # ... and the arguments, as JSON text (a dict would be mutable)
-    notes: tuple["Message", ...] = ()  # a result from an agent used as a tool: its whole run
+    tool: str | None = None  # a decision: the tool it calls (a verdict: what it rules on)
+    args: str | None = None  # ... and its arguments, as JSON text (a dict is mutable)
+    notes: tuple["Message", ...] = ()  # a result from an agent used as a tool: its run
     error: bool = False      # something went wrong; content says what
 
     def __post_init__(self):
@@ -47,21 +47,22 @@ class Message:
         for field in ("content", "name", "tool", "args"):
             value = getattr(self, field)
             if not (isinstance(value, str) or (value is None and field != "content")):
-                raise TypeError(f"a message's {field} must be a string, not {type(value).__name__}")
-        if type(self.notes) is not tuple or (self.notes and any(type(m) is not Message for m in self.notes)):
+                raise TypeError(f"a message's {field} must be a string, "
+                                f"not {type(value).__name__}")
+        if type(self.notes) is not tuple or (
+                self.notes and any(type(m) is not Message for m in self.notes)):
             raise TypeError("a message's notes must be a tuple of Messages")
-        if type(self.error) is not bool:  # 1 or "yes" would pass for a flag, and not compare as one
-            raise TypeError(f"a message's error must be True or False, not {self.error!r}")
+        if type(self.error) is not bool:  # 1 or "yes" would pass for a flag, and is none
+            raise TypeError(f"a message's error must be True or False, "
+                            f"not {self.error!r}")
 
     @property
     def kind(self) -> str:
-        """Which of the seven kinds of note this is (see above), read off its role and fields."""
-        if self.role == SYSTEM:
-            return "system"
-        if self.role == TOOL:
-            return "result"
+        """Which of the seven kinds of note this is (see above), read off its fields."""
         if self.role == USER:
             return "question" if self.tool is None else "verdict"
+        if self.role != ASSISTANT:
+            return "system" if self.role == SYSTEM else "result"
         if self.tool is not None:
             return "decision"
         return "no_move" if self.error else "remark"

@@ -26,15 +26,17 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Action:
-    """A move the brain picks: the tool to call (None: no move), its arguments as JSON text, and why."""
+    """A move the brain picks: the tool to call (None: no move), its arguments, why."""
 
     tool: str | None
     args: str = "{}"     # JSON text; a dict passed in is turned into JSON text
-    reasoning: str = ""  # why, in a few words (no tool: what was wrong); the decision note's content
+    reasoning: str = ""  # why, in a few words (no tool: what was wrong); the note says it
 
     def __post_init__(self):
-        if not (isinstance(self.tool, str) or self.tool is None) or not isinstance(self.reasoning, str):
-            raise TypeError(f"an Action's tool is a string (or None) and its reasoning a string, not {self!r}")
+        if not (isinstance(self.tool, str) or self.tool is None) \
+                or not isinstance(self.reasoning, str):
+            raise TypeError(f"an Action's tool is a string (or None) and its reasoning a "
+                            f"string, not {self!r}")
         # a dict would make a frozen Action mutable and unhashable, so the arguments are
         # kept as JSON text. A string is kept as it came: a model may send broken JSON,
         # and the loop turns that into an error note it can read.

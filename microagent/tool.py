@@ -33,7 +33,7 @@ from microagent.message import TOOL, Message
 
 @dataclass(eq=False)  # two tools are the same coworker only if they are the same object
 class Tool:
-    """A coworker: a name, what it is for, the function `fn`, two flags, and the schema of its arguments."""
+    """A coworker: its name, what it is for, the function `fn`, two flags and a schema."""
 
     name: str
     description: str
@@ -43,49 +43,55 @@ class Tool:
     schema: dict | None = None    # JSON Schema of fn's arguments (None: read off fn)
 
     def __post_init__(self):
-        if not (isinstance(self.name, str) and self.name.replace("-", "_").isidentifier()):
-            raise ValueError(f"a tool's name is a word like look_up_order (letters, digits, _ or -), "
-                             f"not {self.name!r}")
-        if self.schema is None:  # each parameter's plain hint (str, int, ...) is its type
+        if not (isinstance(self.name, str) and self.name.replace("-", "").isidentifier()):
+            raise ValueError(f"a tool's name is a word like look_up_order (letters, "
+                             f"digits, _ or -), not {self.name!r}")
+        if self.schema is None:  # any value for a parameter; required if no default
             params = inspect.signature(self.fn).parameters.values()
-            self.schema = {"type": "object", "properties": {p.name: {"type": JSON_TYPES[p.annotation]}
-                                                            if p.annotation in JSON_TYPES else {}
-                                                            for p in params},
+            self.schema = {"type": "object", "properties": {p.name: {} for p in params},
                            "required": [p.name for p in params if p.default is p.empty]}
 
     def __call__(self, **kwargs) -> str | Message:
         out = self.fn(**kwargs)
         return out if isinstance(out, Message) else str(out)
 
-    def refused(self, args: str) -> Message | None:
-        """The error note for arguments (JSON text) that don't fit this tool; None if they fit."""
-        return self._read(args)[1]
-
     def run(self, args: str) -> Message:
-        """Call the tool with a decision's arguments (JSON text): its note, or an error note."""
-        kwargs, refused = self._read(args)
-        if refused:
-            return refused
+        """Call the tool with a decision's arguments (JSON text): its note."""
+        kwargs = self.read(args)
+        if isinstance(kwargs, Message):  # they don't fit: the note says why
+            return kwargs
         try:
             out = self.fn(**kwargs)
         except Exception as e:  # the tool's failure is news for the brain, not a crash
-            return error_note(self.name, f"{self.name} failed: {type(e).__name__}: {said_by(e)}")
-        if isinstance(out, Message):  # a whole note (an agent used as a tool): keep its notes
+            failed = f"{self.name} failed: {type(e).__name__}: {said_by(e)}"
+            return error_note(self.name, failed)
+        if isinstance(out, Message):  # a whole note (from an agent used as a tool): kept
             return replace(out, role=TOOL, name=self.name)
         return Message(TOOL, str(out), self.name)
 
-    def _read(self, args):
+    def read(self, args: str) -> dict | Message:
+        """The arguments (JSON text) as a dict, or the note saying why they don't fit."""
         try:
             kwargs = read_json(args)
             problem = _mismatch(kwargs, self.schema, "the arguments")
         except ValueError as e:
-            kwargs, problem = None, str(e)
-        return kwargs, problem and error_note(self.name, f"bad arguments for {self.name}: {problem}")
+            problem = str(e)
+        if problem:
+            return error_note(self.name, f"bad arguments for {self.name}: {problem}")
+        return kwargs
 
 
 def error_note(tool_name: str, problem: str) -> Message:
     """A tool note that says what went wrong, flagged so that code can tell."""
     return Message(TOOL, "error: " + problem, tool_name, error=True)
+
+
+def said_by(e: Exception) -> str:
+    """What an exception says, even one whose own words raise."""
+    try:
+        return str(e)
+    except Exception:  # an exception that can't even say what it is
+        return "(it could not say why)"
 
 
 def read_json(text: str):
@@ -117,7 +123,7 @@ def _once_each(pairs):
 
 
 def _finite(text):
-    if not math.isfinite(number := float(text)):  # NaN, Infinity, and 1e999 (it reads as inf)
+    if not math.isfinite(number := float(text)):  # NaN, Infinity, and 1e999 (read as inf)
         raise ValueError(f"{text} is not a number JSON can hold")
     return number
 
@@ -127,23 +133,17 @@ _STRICT = json.JSONDecoder(object_pairs_hook=_once_each, parse_float=_finite,
                            parse_constant=_finite)
 
 
-def said_by(e: Exception) -> str:
-    """What an exception says, even one whose own words raise."""
-    try:
-        return str(e)
-    except Exception:  # an exception that can't even say what it is
-        return "(it could not say why)"
-
-
 def _mismatch(value, schema, where):
     """What is wrong with a JSON value for a schema, in words, or None if it fits."""
     kinds = schema.get("type", ())
     kinds = (kinds,) if isinstance(kinds, str) else kinds
-    is_a = JSON_TYPES.get(type(value))  # type(), not isinstance(): True is an int in Python
+    is_a = JSON_TYPES.get(type(value))  # type(), not isinstance(): True is an int here
     if kinds and is_a not in kinds and not (is_a == "integer" and "number" in kinds):
-        return f"{where} must be {' or '.join(kinds)}, not {type(value).__name__} {value!r}"
+        return (f"{where} must be {' or '.join(kinds)}, "
+                f"not {type(value).__name__} {value!r}")
     # True == 1 == 1.0 in Python, so an enum compares the types too
-    if "enum" in schema and (type(value), value) not in [(type(v), v) for v in schema["enum"]]:
+    if "enum" in schema and not any(type(v) is type(value) and v == value
+                                    for v in schema["enum"]):
         return f"{where} must be one of {schema['enum']}, not {value!r}"
     if is_a == "object" and "properties" in schema:  # the arguments themselves
         props = schema["properties"]
@@ -162,13 +162,11 @@ def _mismatch(value, schema, where):
     return None
 
 
-JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", dict: "object",
-              list: "array", type(None): "null"}  # a Python type -> the JSON type it reads as
+JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean",
+              dict: "object", list: "array", type(None): "null"}  # Python -> JSON type
 
-
-def _final_answer(answer: str) -> str:
-    return answer
-
-
-final_answer = Tool("final_answer", "Give the final answer to the person who asked; this ends the run.",
-                    _final_answer, terminal=True)
+final_answer = Tool("final_answer",
+                    "Give the final answer to the person who asked; this ends the run.",
+                    lambda answer: answer, terminal=True,
+                    schema={"type": "object", "required": ["answer"],
+                            "properties": {"answer": {"type": "string"}}})

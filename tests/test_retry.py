@@ -105,7 +105,7 @@ def test_a_wrapped_tool_looks_exactly_like_the_tool_it_wraps():
         assert (wrapped.name, wrapped.description, wrapped.terminal, wrapped.needs_approval) == (
             "send", "Send a letter.", True, True)
         assert wrapped.schema == send.schema
-        assert wrapped.refused('{"to": 3}') == send.refused('{"to": 3}') == Message(
+        assert wrapped.read('{"to": 3}') == send.read('{"to": 3}') == Message(
             TOOL, "error: bad arguments for send: to must be string, not int 3", "send", error=True)
 
 
