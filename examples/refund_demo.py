@@ -1,4 +1,4 @@
-"""The refund office from the article: a support agent, four coworkers, a human who signs off.
+"""The article's refund office: a support agent, four coworkers, a human who signs off.
 
     python examples/refund_demo.py          # the human approves the refund
     python examples/refund_demo.py --deny   # the human says no

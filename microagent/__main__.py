@@ -1,4 +1,4 @@
-"""`python -m microagent` runs the refund office and prints its story (see microagent/demo.py)."""
+"""`python -m microagent` runs the refund office once and prints its story (demo.py)."""
 
 from microagent.demo import main
 

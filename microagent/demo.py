@@ -3,17 +3,25 @@
     python -m microagent          # a human approves the refund
     python -m microagent --deny   # a human says no, and the agent says so
 
-The brain here is a plain function that reads the notebook and picks the next
-move by rules: no model, so the run is the same every time. Swap it for an LLM
-brain (microagent.llm) or a trained one (microagent.learned) and the tools, the
-agent and the story stay the same.
+`support_agent()` builds it, the one refund office the examples, the host and
+the trained brain all run: four coworkers (look up the order, check the policy,
+issue the refund, answer the customer) and a brain. The brain here is a plain
+function that reads the notebook and picks the next move by rules: no model, so
+the run is the same every time. Swap it for an LLM brain (microagent.llm) or a
+trained one (microagent.learned) and the tools, the agent and the story stay.
+
+The one rule: no money goes out without a human. With an approver, the refund
+asks them on the spot (microagent.approval.gate); without one, the refund needs
+approval, so the run pauses with the refund waiting for a human's verdict.
 
 It does not look anything up for real: the orders and the policy are a small
 dict, so the demo runs offline. `support_agent(orders=...)` puts another order
-table in the office (microagent.learned makes up many).
+table in the office (microagent.learned makes up many), and `refund=` another
+refund coworker (the host's pays once per call, from a ledger).
 """
 
 import argparse
+import dataclasses
 import re
 
 from microagent.agent import Agent
@@ -29,7 +37,7 @@ ORDERS = {"A1234": ("Wireless Headphones", 79, "delivered, reported defective")}
 
 
 def order_desk(orders: dict[str, tuple[str, int, str]]) -> tuple[Tool, Tool]:
-    """The two coworkers who read an order table (id -> (item, price in whole dollars, state))."""
+    """The two coworkers who read an order table: id -> (item, price in $, state)."""
     @as_tool
     def look_up_order(order_id: str) -> str:
         """Look up an order by its id: what it is, what it cost, and its state."""
@@ -56,52 +64,85 @@ def issue_refund(order_id: str, amount: float) -> str:
     return f"${amount:g} refunded to the original card"
 
 
+def price(looked: str) -> int | None:
+    """The price a lookup note gives, in whole dollars; None if it gives none to refund.
+
+    >>> price("A1234, Wireless Headphones, $79, delivered, reported defective")
+    79
+    >>> price("A1234, Kettle, $" + "9" * 5000) is None  # too long to read as a number
+    True
+    """
+    digits = re.search(r"\$(\d+)", looked)
+    try:
+        return int(digits.group(1)) if digits else None
+    except ValueError:  # more digits than Python reads as a number (4,300, unless set)
+        return None
+
+
 def support_policy(ctx: Context, tools) -> Action:
-    """Pick the next move by reading the notebook: the question, then the latest result."""
-    question = next(m.content for m in reversed(ctx.messages) if m.is_question)
+    """Pick the next move by reading the notebook: the question, then the latest note."""
+    question = next(m.content for m in reversed(ctx.messages) if m.kind == "question")
     order = re.search(r"[A-Z]\d{4}", question)
     order_id = order.group() if order else "unknown"
     last = ctx.last()
-    if last.is_question:
-        return Action("look_up_order", {"order_id": order_id}, "let me pull up the order first")
+    if last.kind == "question":
+        return Action("look_up_order", {"order_id": order_id},
+                      "let me pull up the order first")
     if last.name == "look_up_order" and not last.content.startswith("no order"):
-        return Action("check_policy", {"order_id": order_id}, "now check if it qualifies")
+        return Action("check_policy", {"order_id": order_id},
+                      "now check if it qualifies")
     if last.name == "check_policy" and last.content.startswith("eligible"):
         # the price as the lookup wrote it: a brain knows only what is in the notebook
-        looked = next(m for m in reversed(ctx.messages) if m.is_result and m.name == "look_up_order")
-        price = int(re.search(r"\$(\d+)", looked.content).group(1))
-        return Action("issue_refund", {"order_id": order_id, "amount": price},
-                      "it qualifies, and a refund needs a human to sign off")
+        looked = next(m for m in reversed(ctx.messages)
+                      if m.kind == "result" and m.name == "look_up_order")
+        amount = price(looked.content)
+        if "issue_refund" in tools and amount is not None:
+            return Action("issue_refund", {"order_id": order_id, "amount": amount},
+                          "it qualifies, and a refund needs a human to sign off")
     if last.name == "issue_refund" and not last.error:  # it went through
-        refunded = re.search(r"\$[\d.]+", last.content).group()  # what ran, which a human may have changed
-        return Action("final_answer", {"answer": f"Good news, {order_id} qualifies. I refunded {refunded} "
-                                       "to your card, here in 3 to 5 days."},
+        # what ran, which a human may have changed from what was asked
+        refunded = re.search(r"\$[\d.]+", last.content).group()
+        answer = (f"Good news, {order_id} qualifies. I refunded {refunded} "
+                  "to your card, here in 3 to 5 days.")
+        return Action("final_answer", {"answer": answer},
                       "all set, time to reply to the customer")
-    return Action("final_answer", {"answer": f"Sorry, I can't refund {order_id} right now. "
-                                   "A teammate will follow up by email within a day."},
+    answer = (f"Sorry, I can't refund {order_id} right now. "
+              "A teammate will follow up by email within a day.")
+    return Action("final_answer", {"answer": answer},
                   "no refund this time, so tell the customer honestly")
 
 
-def support_agent(approver=None, policy=support_policy, orders: dict | None = None) -> Agent:
-    """The support agent; `approver(tool_name, args) -> bool` signs off refunds (None: always yes).
+def support_agent(policy=support_policy, *, approver=None, orders: dict | None = None,
+                  refund: Tool | None = None) -> Agent:
+    """The refund office: `policy` as its brain, and its four coworkers.
 
-    `orders` is the office's order table (None: ORDERS, the demo's one order).
+    `approver(tool_name, args) -> bool` signs off each refund on the spot; None: the
+    refund needs approval, so the run pauses for a verdict (microagent.approval).
+    `orders` is the order table (None: ORDERS); `refund` a refund Tool in place of
+    issue_refund, taking the same arguments.
     """
-    def yes(tool_name: str, args: dict) -> bool:
-        return True
-    refund = gate(issue_refund, yes if approver is None else approver)
+    refund = issue_refund if refund is None else refund
+    if not isinstance(refund, Tool) or refund.name != "issue_refund":
+        raise ValueError("refund= must be a Tool named issue_refund: that is the name "
+                         "the brain calls")
+    if approver is None:
+        refund = dataclasses.replace(refund, needs_approval=True)
+    else:
+        refund = gate(refund, approver)
     desk = (look_up_order, check_policy) if orders is None else order_desk(orders)
-    return Agent(policy, [*desk, refund, final_answer], name="support",
-                 description="answers customers' questions about orders and refunds")
+    return Agent(policy, [*desk, refund, final_answer], name="support")
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run the refund office once and print its story."""
-    parser = argparse.ArgumentParser(prog="python -m microagent", description=__doc__.splitlines()[0])
-    parser.add_argument("--deny", action="store_true", help="the human says no to the refund")
-    parser.add_argument("question", nargs="?", default=QUESTION, help="what the customer asks")
+    """Run the refund office once, a human saying yes (or no), and print its story."""
+    parser = argparse.ArgumentParser(prog="python -m microagent",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--deny", action="store_true",
+                        help="the human says no to the refund")
+    parser.add_argument("question", nargs="?", default=QUESTION,
+                        help="what the customer asks")
     options = parser.parse_args(argv)
 
     def human(tool_name: str, args: dict) -> bool:
         return not options.deny
-    show(support_agent(human).run(options.question).context)
+    show(support_agent(approver=human).run(options.question))

@@ -1,24 +1,30 @@
-"""A brain you train yourself: a tiny neural network that learned the office's job from its notebooks.
+"""A brain you train yourself: a tiny neural network that learned the office's job.
 
 Behaviour cloning, in three moves:
 
 1. Data. Make up many customers (`cases`): different orders, items, prices and
    reasons, some refundable and some not, a human who says yes or no. Run each
-   through the refund office with its rule-based brain (microagent.demo), and
-   turn every notebook into pairs: what the brain could see at a decision
-   (`features`), and what it did (the tool it picked).
+   through the refund office of microagent.demo (`case.office()`, with its
+   rule-based brain), and turn every notebook into pairs: what the brain could
+   see at a decision (`features`), and what it did (the tool it picked).
 2. Training. A network with one hidden layer learns to guess the tool from the
    features: a forward pass, a loss, gradients, plain gradient descent.
-3. Use. `brain(net)` is a plain Policy, so `Agent(brain(net), tools)` runs the
-   same office. A guess that does not fit (a tool the office lacks, an argument
-   the notebook cannot fill) becomes an error note, like any brain's mistake,
-   and `max_steps` stops a brain that goes round in circles.
+3. Use. `brain(net)` is a plain Policy, so `support_agent(brain(net))` is the
+   same office with a new brain. A guess that does not fit (a tool the office
+   lacks, an argument the notebook cannot fill) becomes an error note, like any
+   brain's mistake, and `max_steps` stops a brain that goes round in circles.
+   `success_rate` measures it on customers it never saw: served `right` is a
+   run that ends with an answer and refunds the price if, and only if, it is owed.
 
 The network picks the tool; the arguments are filled by a rule you can read
 (`arguments`): the order id is the one in the question, the amount is the price
 the lookup wrote, the answer says what the notebook shows happened. Copying a
 value is not what a small classifier does well, and a rule cannot invent an
 order id or an amount, so the network's mistakes are all in which tool it picks.
+
+The features, the pairs and the network read any notebook. The customers, the
+argument rule and what counts as served right are the refund office's: they
+name its tools and their arguments, and change when the office does.
 
 The gradients are written by hand, not by a small autograd in micrograd's
 spirit: an autograd builds an object for every multiplication, thousands per
@@ -33,6 +39,7 @@ No file format of its own either: a Net is plain lists, so
 loads it back.
 """
 
+import itertools
 import json
 import math
 import random
@@ -40,19 +47,21 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from microagent.agent import DONE, Agent, Step
+from microagent.agent import DONE, Agent
 from microagent.context import Context
-from microagent.demo import support_agent, support_policy
+from microagent.demo import price, support_agent, support_policy
 from microagent.policy import Action
 from microagent.tool import Tool
 
 # ---------------------------------------------------------------------------
 # the data: made-up customers, and the pairs their notebooks hold
 
-ITEMS = ("Wireless Headphones", "Desk Lamp", "Coffee Grinder", "Rain Jacket", "Phone Case", "Yoga Mat",
-         "Kettle", "Backpack", "Bike Light", "Blender", "Toaster", "Keyboard")
+ITEMS = ("Wireless Headphones", "Desk Lamp", "Coffee Grinder", "Rain Jacket",
+         "Phone Case", "Yoga Mat", "Kettle", "Backpack", "Bike Light", "Blender",
+         "Toaster", "Keyboard")
 # half the orders are defective, the only kind the policy refunds
-STATES = ("delivered, reported defective", "delivered, reported defective", "delivered", "in transit")
+STATES = ("delivered, reported defective", "delivered, reported defective", "delivered",
+          "in transit")
 ASKS = ("Can I get a refund for order {id}? It arrived broken.",
         "My {item} (order {id}) stopped working after a week. Money back, please.",
         "Order {id}: the {item} does not turn on. I want a refund.",
@@ -62,9 +71,17 @@ ASKS = ("Can I get a refund for order {id}? It arrived broken.",
 
 @dataclass(frozen=True)
 class Case:
+    """One made-up customer: what they ask, their one order, what their human says."""
+
     question: str
-    order: tuple[str, str, int, str]  # the one order in the office's table: (id, item, price, state)
+    order: tuple[str, str, int, str]  # the office's one order: (id, item, price, state)
     yes: bool                         # what the human says if a refund is asked for
+
+    def office(self, policy=support_policy) -> Agent:
+        """The refund office for this customer: their order in the table, their human."""
+        order_id, *rest = self.order
+        return support_agent(policy, approver=lambda tool_name, args: self.yes,
+                             orders={order_id: tuple(rest)})
 
 
 def cases(n: int, seed: int) -> list[Case]:
@@ -73,45 +90,35 @@ def cases(n: int, seed: int) -> list[Case]:
     made = []
     for _ in range(n):
         order_id = rng.choice("ABCDEFGH") + str(rng.randrange(1000, 10000))
-        item, price, state = rng.choice(ITEMS), rng.randrange(5, 400), rng.choice(STATES)
-        asked = order_id if rng.random() > 0.15 else order_id[0] + order_id[1:][::-1]  # a typo, now and then
+        item, cost, state = rng.choice(ITEMS), rng.randrange(5, 400), rng.choice(STATES)
+        # now and then a typo: the customer names an order that is not theirs
+        asked = order_id if rng.random() > 0.15 else order_id[0] + order_id[1:][::-1]
         question = rng.choice(ASKS).format(id=asked, item=item)
-        made.append(Case(question, (order_id, item, price, state), yes=rng.random() < 0.7))
+        made.append(Case(question, (order_id, item, cost, state), rng.random() < 0.7))
     return made
 
 
-def office(case: Case, policy=support_policy) -> Agent:
-    """The refund office for one customer: their order in the table, their human at the gate."""
-    def human(tool_name: str, args: dict) -> bool:
-        return case.yes
-    order_id, *rest = case.order
-    return support_agent(human, policy, orders={order_id: tuple(rest)})
-
-
-def serve(case: Case, policy=support_policy) -> Step:
-    """Run one customer's question through the office; the last Step (its notebook, why it stopped)."""
-    for step in office(case, policy).steps(case.question):
-        pass
-    return step
-
-
 def features(ctx: Context) -> list[str]:
-    """What the brain can see, as the names of the features that are on: the last note, in words.
+    """What the brain can see, as the names of the features that are on: the last note.
 
     >>> from microagent import Message
     >>> features(Context((Message("tool", "no order B1", name="look_up_order"),)))
     ['last: look_up_order', 'word: no', 'word: order']
     """
     last = ctx.last()
-    if not last.is_result:  # the run has just begun: the question is the last note
+    if last.kind != "result":  # the run has just begun: the question is the last note
         return ["last: the question"]
-    words = sorted(set(re.findall(r"\b[a-z]+\b", last.content.lower())))  # whole words: not ids or prices
-    return [f"last: {last.name}"] + (["last: an error"] if last.error else []) + [f"word: {w}" for w in words]
+    # whole words only: an order id or a price is not a word
+    words = sorted(set(re.findall(r"\b[a-z]+\b", last.content.lower())))
+    return ([f"last: {last.name}"] + (["last: an error"] if last.error else [])
+            + [f"word: {w}" for w in words])
 
 
-def pairs(ctx: Context, see: Callable[[Context], list[str]] = features) -> list[tuple[list[str], str]]:
-    """(what the brain could see, the tool it picked), for every decision in a notebook."""
-    return [(see(Context(ctx.messages[:i])), m.tool) for i, m in enumerate(ctx) if m.is_decision]
+def pairs(ctx: Context, see: Callable[[Context], list[str]] = features
+          ) -> list[tuple[list[str], str]]:
+    """(what the brain could see, the tool it picked), for each decision in `ctx`."""
+    return [(see(Context(ctx.messages[:i])), m.tool) for i, m in enumerate(ctx)
+            if m.kind == "decision"]
 
 
 # ---------------------------------------------------------------------------
@@ -120,7 +127,9 @@ def pairs(ctx: Context, see: Callable[[Context], list[str]] = features) -> list[
 
 @dataclass
 class Net:
-    inputs: list[str]      # the feature names, one per input (a feature never seen in training is ignored)
+    """The network: feature names in, tool names out, and the numbers it learns."""
+
+    inputs: list[str]      # the feature names, one per input (one never seen is ignored)
     outputs: list[str]     # the tool names, one per output
     w1: list[list[float]]  # (hidden, inputs)
     b1: list[float]        # (hidden,)
@@ -133,15 +142,17 @@ class Net:
 
 
 def network(data: list[tuple[list[str], str]], hidden: int = 8, seed: int = 0) -> Net:
-    """A network sized for these pairs, with small random weights: it knows nothing yet."""
+    """A network sized for these pairs, with small random weights: it knows nothing."""
     if not data:
-        raise ValueError("a network needs pairs to learn from: pairs(serve(case).context) for a few cases")
+        raise ValueError("a network needs pairs to learn from: pairs(notebook) for a "
+                         "few notebooks, such as case.office().run(case.question)")
     rng = random.Random(seed)
     inputs = sorted({name for on, _ in data for name in on})
     outputs = sorted({tool for _, tool in data})
 
     def weights(rows: int, cols: int) -> list[list[float]]:
-        return [[rng.gauss(0, 1 / math.sqrt(cols)) for _ in range(cols)] for _ in range(rows)]
+        return [[rng.gauss(0, 1 / math.sqrt(cols)) for _ in range(cols)]
+                for _ in range(rows)]
     return Net(inputs, outputs, weights(hidden, len(inputs)), [0.0] * hidden,
                weights(len(outputs), hidden), [0.0] * len(outputs))
 
@@ -152,7 +163,7 @@ def encode(net: Net, on: list[str]) -> list[float]:
 
 
 def dot(a: list[float], b: list[float]) -> float:
-    """Multiply two lists of numbers pairwise and add it all up: one unit's weighted sum."""
+    """Multiply two lists of numbers pairwise and add it up: one unit's weighted sum."""
     return sum(ai * bi for ai, bi in zip(a, b, strict=True))
 
 
@@ -160,46 +171,54 @@ def forward(net: Net, x: list[float]) -> tuple[list[float], list[float]]:
     """The hidden layer, and the probability the network gives each tool."""
     h = [math.tanh(dot(row, x) + b) for row, b in zip(net.w1, net.b1, strict=True)]
     z = [dot(row, h) + b for row, b in zip(net.w2, net.b2, strict=True)]
-    top = max(z)  # subtle: subtracting the largest score changes nothing but keeps exp() from overflowing
+    top = max(z)  # less the largest score, the same softmax, and exp() can't overflow
     e = [math.exp(zk - top) for zk in z]
     return h, [ek / sum(e) for ek in e]
 
 
 def loss(net: Net, data: list[tuple[list[str], str]]) -> float:
-    """How surprised the network is by what the teacher did, on average (0: not at all)."""
-    # subtle: a probability may round to 0.0; a huge loss says so better than log's crash
-    return sum(-math.log(max(forward(net, encode(net, on))[1][net.outputs.index(tool)], 1e-300))
-               for on, tool in data) / len(data)
+    """How surprised the network is by the teacher's moves, on average (0: not a bit)."""
+    # the probability it gives the teacher's tool, pair by pair (it may round to 0.0)
+    p = [forward(net, encode(net, on))[1][net.outputs.index(tool)] for on, tool in data]
+    return -sum(math.log(max(pk, 1e-300)) for pk in p) / len(p)
+
+
+def learn(net: Net, x: list[float], y: int, lr: float) -> None:
+    """One step of gradient descent on one example: inputs `x`, the right output `y`."""
+    h, p = forward(net, x)
+    # backward: how the loss -log(p[y]) moves with each score, then with each hidden
+    # unit; for softmax and this loss together, a score's gradient is p, less 1 at y
+    dz = [pk - (k == y) for k, pk in enumerate(p)]
+    # subtle: dh is worked out from w2 as it was in the forward pass, before w2 moves
+    dh = [(1 - hj * hj) * sum(dz[k] * net.w2[k][j] for k in range(len(dz)))
+          for j, hj in enumerate(h)]  # back through tanh, whose slope is 1 - h²
+    # plain gradient descent: each weight takes a small step against its gradient
+    for k, dzk in enumerate(dz):
+        net.w2[k] = [w - lr * dzk * hj for w, hj in zip(net.w2[k], h, strict=True)]
+        net.b2[k] -= lr * dzk
+    for j, dhj in enumerate(dh):
+        net.w1[j] = [w - lr * dhj * xi for w, xi in zip(net.w1[j], x, strict=True)]
+        net.b1[j] -= lr * dhj
 
 
 def train(net: Net, data: list[tuple[list[str], str]], epochs: int = 10, lr: float = 0.1,
           seed: int = 0) -> list[float]:
-    """Fit the network to (features, tool) pairs by gradient descent; the loss after each pass over them.
+    """Fit the network to (features, tool) pairs by gradient descent; the loss each pass.
 
     A feature the network has no input for is ignored, as when it is used.
     """
     unknown = sorted({tool for _, tool in data} - set(net.outputs))
     if unknown:
-        raise ValueError(f"the network has no output for {', '.join(unknown)}: make it from these pairs, network(data)")
+        raise ValueError(f"the network has no output for {', '.join(unknown)}: "
+                         "make it from these pairs, network(data)")
     rng = random.Random(seed)
-    examples = [(encode(net, on), net.outputs.index(tool)) for on, tool in data]  # (inputs, the right output)
+    # (x, y): the inputs and the right output
+    examples = [(encode(net, on), net.outputs.index(tool)) for on, tool in data]
     losses = []
     for _ in range(epochs):
         rng.shuffle(examples)  # a new order each pass, the same for the same seed
         for x, y in examples:
-            h, p = forward(net, x)
-            # backward: how the loss -log(p[y]) moves with each score, then with each hidden unit
-            dz = [pk - (k == y) for k, pk in enumerate(p)]  # softmax and this loss together: just p, minus 1 at y
-            # subtle: dh is worked out from w2 as it was in the forward pass, before the step below moves it
-            dh = [(1 - hj * hj) * sum(dz[k] * net.w2[k][j] for k in range(len(dz)))  # back through tanh
-                  for j, hj in enumerate(h)]
-            # plain gradient descent: every weight takes a small step against its gradient
-            for k, dzk in enumerate(dz):
-                net.w2[k] = [w - lr * dzk * hj for w, hj in zip(net.w2[k], h, strict=True)]
-                net.b2[k] -= lr * dzk
-            for j, dhj in enumerate(dh):
-                net.w1[j] = [w - lr * dhj * xi for w, xi in zip(net.w1[j], x, strict=True)]
-                net.b1[j] -= lr * dhj
+            learn(net, x, y, lr)
         losses.append(loss(net, data))
     return losses
 
@@ -209,57 +228,61 @@ def train(net: Net, data: list[tuple[list[str], str]], epochs: int = 10, lr: flo
 
 
 def arguments(ctx: Context, tool: Tool | None) -> dict:
-    """Each argument the tool takes, filled by a rule from the notebook; one that can't be is left out."""
-    question = [m.content for m in ctx if m.is_question][-1]
-    looked = [m.content for m in ctx if m.is_result and m.name == "look_up_order" and not m.error]
-    refunded = [m.content for m in ctx if m.is_result and m.name == "issue_refund" and not m.error]
-    order = re.search(r"\b[A-Z]\d{4}\b", question)        # the order the customer names
-    price = re.search(r"\$(\d+)", looked[-1] if looked else "")  # the price the lookup wrote
-    paid = re.search(r"\$\d+", refunded[-1] if refunded else "")  # what a refund handed back
+    """Each argument the tool takes, filled by a rule from the notebook.
+
+    One that can't be filled is left out (no order id in the question, no price in
+    the lookup, or one too long to read), and the loop's error note says it is missing.
+    """
+    question = [m.content for m in ctx if m.kind == "question"][-1]
+    # the latest result of each tool that did not fail
+    results = {m.name: m.content for m in ctx if m.kind == "result" and not m.error}
+    order = re.search(r"\b[A-Z]\d{4}\b", question)  # the order the customer names
+    paid = re.search(r"\$\d+", results.get("issue_refund", ""))  # what a refund paid
+    answer = (f"Done: {paid.group()} is on its way back to your card." if paid else
+              "Sorry, I can't refund this order. A teammate will follow up by email.")
     values = {"order_id": order and order.group(),
-              "amount": price and int(price.group(1)),
-              "answer": f"Done: {paid.group()} is on its way back to your card." if paid
-              else "Sorry, I can't refund this order. A teammate will follow up by email."}
+              "amount": price(results.get("look_up_order", "")), "answer": answer}
     takes = tool.schema["properties"] if tool is not None else {}
     return {name: values[name] for name in takes if values.get(name) is not None}
 
 
 def brain(net: Net, see: Callable[[Context], list[str]] = features):
-    """The trained network as a Policy: it picks the tool it finds most likely; `arguments` fills the rest."""
+    """The trained network as a Policy: it picks the tool it finds most likely."""
     def policy(ctx: Context, tools) -> Action:
         p = forward(net, encode(net, see(ctx)))[1]
         best = max(range(len(p)), key=p.__getitem__)
-        name = net.outputs[best]
-        tool = next((t for t in tools if t.name == name), None)  # None: the loop says no such tool
-        return Action(name, arguments(ctx, tool), f"the network is {p[best]:.0%} sure")
+        name = net.outputs[best]  # a tool the office lacks: the loop's note will say so
+        return Action(name, arguments(ctx, tools.get(name)),
+                      f"the network is {p[best]:.0%} sure")
     return policy
 
 
 def guessing(seed: int = 0):
-    """The floor: a brain that picks a tool at random, with the same rule for the arguments."""
+    """The floor: a brain that picks a tool at random; `arguments` fills the rest."""
     rng = random.Random(seed)
 
     def policy(ctx: Context, tools) -> Action:
-        tool = rng.choice(tools)
+        tool = rng.choice(list(tools.values()))
         return Action(tool.name, arguments(ctx, tool), "a guess")
     return policy
 
 
 def owed(case: Case) -> bool:
-    """Is this customer owed a refund: a defective order, named right, and a human who says yes?"""
-    order_id, item, price, state = case.order
+    """Is this customer owed a refund: a defective order, named right, a human's yes?"""
+    order_id, state = case.order[0], case.order[3]
     return order_id in case.question and "defective" in state and case.yes
 
 
-def right(case: Case, last: Step) -> bool:
-    """Did the run end with an answer, and refund exactly the price if and only if it was owed?"""
+def right(case: Case, ctx: Context) -> bool:
+    """Did the run end with an answer, and refund the price if and only if it is owed?"""
     due = [case.order[2]] if owed(case) else []
-    # money went out for a refund decision whose result (the next note, behind the gate) is not an error
-    done = [json.loads(m.args)["amount"] for i, m in enumerate(last.context.messages[:-1])
-            if m.is_decision and m.tool == "issue_refund" and not last.context[i + 1].error]
-    return last.stop == DONE and done == due
+    # each refund that went through, at the amount of the note before: its call, or a yes
+    paid = [json.loads(call.args)["amount"] for call, came in itertools.pairwise(ctx)
+            if came.kind == "result" and came.name == "issue_refund" and not came.error]
+    return case.office().why_stop(ctx) == DONE and paid == due
 
 
 def success_rate(policy, held_out: list[Case]) -> float:
     """The share of customers a brain serves right."""
-    return sum(right(case, serve(case, policy)) for case in held_out) / len(held_out)
+    return sum(right(case, case.office(policy).run(case.question))
+               for case in held_out) / len(held_out)

@@ -1,14 +1,21 @@
 """The refund demo and the small examples run as a reader would run them, and print their stories."""
 
 import dataclasses
+import json
 import pathlib
 import subprocess
 import sys
 
 import pytest
 
-from microagent import Agent, Context, approve, final_answer, story
-from microagent.demo import QUESTION, check_policy, issue_refund, look_up_order, support_agent, support_policy
+from microagent import DONE, PAUSED, Agent
+from microagent.approval import approve, deny, waiting
+from microagent.demo import (ORDERS, QUESTION, check_policy, issue_refund, look_up_order, price, support_agent,
+                             support_policy)
+from microagent.saving import from_json, to_json
+from microagent.schema import as_tool
+from microagent.tool import final_answer
+from microagent.trace import story
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -32,8 +39,18 @@ def run(*args: str) -> str:
     return out.stdout
 
 
+def yes(tool_name: str, args: dict) -> bool:
+    return True
+
+
 def test_python_dash_m_microagent_prints_the_refund_story():
     assert run("-m", "microagent") == REFUND_STORY
+
+
+def test_the_readme_shows_the_refund_story_as_it_prints():
+    shown = [path.name for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+             if "```text\n" + REFUND_STORY + "```" in path.read_text()]
+    assert shown, "the README (or a page in docs/) shows the story python -m microagent prints"
 
 
 def test_the_refund_demo_example_prints_the_same_story():
@@ -42,44 +59,134 @@ def test_the_refund_demo_example_prints_the_same_story():
 
 def test_when_the_human_says_no_the_refund_never_runs_and_the_customer_is_told():
     lines = run(str(ROOT / "examples" / "refund_demo.py"), "--deny").splitlines()
+    assert lines[:6] == REFUND_STORY.splitlines()[:6]
     assert lines[6:] == [
         "    -> issue_refund returned: denied by a human: issue_refund did not run",
         "  support thought: no refund this time, so tell the customer honestly",
         "    -> final_answer returned: Sorry, I can't refund A1234 right now. A teammate will follow up by email within a day.",
     ]
+    assert run("-m", "microagent", "--deny").splitlines() == lines
 
 
 def test_the_demo_asks_the_approver_with_the_exact_refund():
     asked = []
-    support_agent(lambda name, args: asked.append((name, args)) or True).run(QUESTION)
+    support_agent(approver=lambda name, args: asked.append((name, args)) or True).run(QUESTION)
     assert asked == [("issue_refund", {"order_id": "A1234", "amount": 79})]
 
 
 def test_the_demo_notebook_survives_a_trip_through_json():
-    ctx = support_agent().run(QUESTION).context
-    assert story(Context.from_json(ctx.to_json())) + "\n" == REFUND_STORY
+    ctx = support_agent(approver=yes).run(QUESTION)
+    assert from_json(to_json(ctx)) == ctx
+    assert story(from_json(to_json(ctx))) + "\n" == REFUND_STORY
 
 
-@pytest.mark.parametrize("example, last_lines", [
-    ("hello_agent.py", ["    -> final_answer returned: Hello! You said: Hi there", "the answer: Hello! You said: Hi there"]),
-    ("tool_use.py", [
-        "    -> km_to_miles returned: error: bad arguments for km_to_miles: km must be number, not str '84.39'",
-        "  runner thought: the converter wants a number, not text",
-        "    -> km_to_miles returned: 52.4",
-        "  runner thought: that's the answer",
-        "    -> final_answer returned: A double marathon is 84.39 km, about 52.4 miles."]),
-    ("approval_gate.py", [
-        "    -> refund returned: denied by the manager: refund did not run",
-        "  support thought: it was refused",
-        "    -> final_answer returned: A teammate needs to look at this refund first."]),
+def test_with_no_approver_the_refund_waits_for_a_verdict_and_goes_on_after_it():
+    agent = support_agent()
+    assert agent.tools["issue_refund"].needs_approval and not issue_refund.needs_approval
+    paused = agent.run(QUESTION)
+    assert agent.why_stop(paused) == PAUSED
+    assert story(paused) + "\n" == "".join(REFUND_STORY.splitlines(keepends=True)[:6]) + (
+        '    .. issue_refund {"order_id": "A1234", "amount": 79} is waiting for a human to decide\n')
+    assert waiting(paused) is paused.last() and json.loads(paused.last().args) == {"order_id": "A1234", "amount": 79}
+
+    refund = agent.tools["issue_refund"]
+    done = agent.run(approve(paused, refund, by="alice"))
+    assert agent.why_stop(done) == DONE
+    assert [m.content for m in done.messages[-3:]] == [
+        "$79 refunded to the original card", "all set, time to reply to the customer",
+        "Good news, A1234 qualifies. I refunded $79 to your card, here in 3 to 5 days."]
+    edited = agent.run(approve(paused, refund, by="alice", args={"order_id": "A1234", "amount": 70}))
+    assert edited.last().content.startswith("Good news, A1234 qualifies. I refunded $70 to your card")
+    denied = agent.run(deny(paused, refund, "send it back first", by="bob"))
+    assert [m.content for m in denied.messages[-3:]] == [
+        "denied by bob: send it back first", "no refund this time, so tell the customer honestly",
+        "Sorry, I can't refund A1234 right now. A teammate will follow up by email within a day."]
+
+
+def test_another_order_table_and_another_refund_tool_make_the_same_office():
+    paid = []
+
+    @as_tool
+    def ledger(order_id: str, amount: float) -> str:
+        """Refund an amount in dollars, written in a ledger."""
+        paid.append((order_id, amount))
+        return f"${amount:g} refunded to the original card (receipt R{len(paid)})"
+
+    refund = dataclasses.replace(ledger, name="issue_refund")
+    agent = support_agent(approver=yes, orders={"B2222": ("Kettle", 30, "delivered, reported defective")},
+                          refund=refund)
+    ctx = agent.run("Refund B2222, it broke.")
+    assert paid == [("B2222", 30)]
+    assert ctx[2].content == "B2222, Kettle, $30, delivered, reported defective"
+    assert ctx[6].content == "approved by a human, $30 refunded to the original card (receipt R1)"
+    assert ctx.last().content == "Good news, B2222 qualifies. I refunded $30 to your card, here in 3 to 5 days."
+    assert agent.run("Refund A1234, it broke.")[2].content == "no order A1234"  # only the table given
+    assert support_agent(refund=refund).tools["issue_refund"].needs_approval  # no approver: it waits
+    assert ORDERS == {"A1234": ("Wireless Headphones", 79, "delivered, reported defective")}  # untouched
+    with pytest.raises(ValueError, match="refund= must be a Tool named issue_refund: that is the name"):
+        support_agent(refund=ledger)
+
+
+def test_the_rules_refund_no_price_too_long_to_read_and_ask_no_human():
+    asked = []
+    digits = "9" * 5000  # more than Python reads as a number (4,300 by default)
+    agent = support_agent(approver=lambda name, args: asked.append(args) or True,
+                          orders={"A1234": ("Kettle", digits, "delivered, reported defective")})
+    ctx = agent.run(QUESTION)  # before the fix: ValueError out of the brain, and the loop
+    assert asked == [] and [m.tool for m in ctx if m.kind == "decision"] == [
+        "look_up_order", "check_policy", "final_answer"]
+    assert ctx.last().content == "Sorry, I can't refund A1234 right now. A teammate will follow up by email within a day."
+    assert agent.why_stop(ctx) == DONE
+    assert price(f"A1234, Kettle, ${digits}, delivered") is None and price("no order A1") is None
+    assert price("A1234, Kettle, $30, delivered") == 30
+
+
+def test_the_rules_call_only_the_tools_the_office_has():
+    # an office with no refund desk: the rules tell the customer, and call no missing tool
+    agent = Agent(support_policy, [look_up_order, check_policy, final_answer], name="support")
+    ctx = agent.run(QUESTION)
+    assert [m.tool for m in ctx if m.kind == "decision"] == ["look_up_order", "check_policy", "final_answer"]
+    assert not any(m.error for m in ctx) and ctx.last().content.startswith("Sorry, I can't refund A1234")
+
+
+@pytest.mark.parametrize("example, printed", [
+    ("hello_agent.py", """\
+you asked: "Hi there"
+  greeter thought: a greeting deserves a reply
+    -> final_answer returned: Hello! You said: Hi there
+the answer: Hello! You said: Hi there
+"""),
+    ("tool_use.py", """\
+you asked: "How long is a double marathon, in miles?"
+  runner thought: a double marathon is twice 42.195 km
+    -> multiply returned: 84.39
+  runner thought: now in miles
+    -> km_to_miles returned: error: bad arguments for km_to_miles: km must be number, not str '84.39'
+  runner thought: the converter wants a number, not text
+    -> km_to_miles returned: 52.4
+  runner thought: that's the answer
+    -> final_answer returned: A double marathon is 84.39 km, about 52.4 miles.
+"""),
+    ("approval_gate.py", """\
+you asked: "Please refund $30"
+  support thought: the customer asked for a refund
+    -> refund returned: approved by the manager, $30 refunded for A1234
+  support thought: it went through
+    -> final_answer returned: Your refund is on its way.
+
+you asked: "Please refund $300"
+  support thought: the customer asked for a refund
+    -> refund returned: denied by the manager: refund did not run
+  support thought: it was refused
+    -> final_answer returned: A teammate needs to look at this refund first.
+"""),
 ])
-def test_each_small_example_runs_offline_and_prints_its_story(example, last_lines):
-    out = run(str(ROOT / "examples" / example)).splitlines()
-    assert out[-len(last_lines):] == last_lines
+def test_each_small_example_runs_offline_and_prints_its_story(example, printed):
+    assert run(str(ROOT / "examples" / example)) == printed
 
 
 def test_the_demo_brain_replies_well_after_a_refund_approved_later():
-    waiting = dataclasses.replace(issue_refund, needs_approval=True)
-    agent = Agent(support_policy, [look_up_order, check_policy, waiting, final_answer], name="support")
-    ctx = agent.run(context=approve(agent.run(QUESTION).context, by="alice")).context
+    waiting_refund = dataclasses.replace(issue_refund, needs_approval=True)
+    agent = Agent(support_policy, [look_up_order, check_policy, waiting_refund, final_answer], name="support")
+    ctx = agent.run(approve(agent.run(QUESTION), waiting_refund, by="alice"))
     assert ctx.last().content.startswith("Good news, A1234 qualifies.")

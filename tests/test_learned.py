@@ -7,25 +7,34 @@ import io
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from microagent import DONE, OUT_OF_STEPS, PAUSED, Agent, Context, approve, deny, final_answer
-from microagent.demo import QUESTION, check_policy, issue_refund, look_up_order, support_agent, support_policy
+from microagent import DONE, OUT_OF_STEPS, PAUSED, Context
+from microagent.approval import approve, deny, waiting
+from microagent.demo import QUESTION, issue_refund, support_agent, support_policy
 from microagent.invariants import check
-from microagent.learned import (Case, Net, arguments, brain, cases, features, guessing, loss, network, owed, pairs,
-                                right, serve, success_rate, train)
+from microagent.learned import (Case, Net, arguments, brain, cases, features, guessing, loss, network, owed,
+                                pairs, right, success_rate, train)
+from microagent.saving import from_json, to_json
+from microagent.tool import final_answer
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DEMO_CASE = Case(QUESTION, ("A1234", "Wireless Headphones", 79, "delivered, reported defective"), yes=True)
 
 
+def served(case: Case, policy=support_policy) -> Context:
+    """One customer's run through their office, with `policy` as its brain."""
+    return case.office(policy).run(case.question)
+
+
 def trained(n: int = 60, seed: int = 0):
     """A network trained on the notebooks of n made-up customers, and its losses."""
-    data = [p for c in cases(n, seed=1) for p in pairs(serve(c).context)]
+    data = [p for c in cases(n, seed=1) for p in pairs(served(c))]
     net = network(data, seed=seed)
     return net, train(net, data, seed=seed)
 
@@ -41,12 +50,16 @@ def net():
     return trained_net()
 
 
+def yes(tool_name: str, args: dict) -> bool:
+    return True
+
+
 def refunds(ctx: Context) -> list[str]:
-    return [m.content for m in ctx if m.is_result and m.name == "issue_refund"]
+    return [m.content for m in ctx if m.kind == "result" and m.name == "issue_refund"]
 
 
 def test_a_notebook_becomes_pairs_of_what_the_brain_saw_and_what_it_did():
-    ctx = serve(DEMO_CASE).context
+    ctx = served(DEMO_CASE)
     assert pairs(ctx) == [
         (["last: the question"], "look_up_order"),
         (["last: look_up_order", "word: defective", "word: delivered", "word: headphones", "word: reported",
@@ -58,13 +71,25 @@ def test_a_notebook_becomes_pairs_of_what_the_brain_saw_and_what_it_did():
     ]
 
 
+def test_a_customers_office_holds_their_order_and_their_human():
+    no = Case("Refund B2222, it broke.", ("B2222", "Kettle", 30, "delivered, reported defective"), yes=False)
+    ctx = served(no)
+    assert [m.content for m in ctx if m.kind == "result"] == [
+        "B2222, Kettle, $30, delivered, reported defective",
+        "eligible, within the 30 day window and reported defective",
+        "denied by a human: issue_refund did not run",
+        "Sorry, I can't refund B2222 right now. A teammate will follow up by email within a day."]
+    assert no.office().why_stop(ctx) == DONE and not owed(no) and right(no, ctx)
+    assert no.office().run("Refund A1234, it broke.")[2].content == "no order A1234"  # only theirs
+
+
 def test_the_made_up_customers_are_the_same_for_a_seed_and_mixed():
     assert cases(50, seed=3) == cases(50, seed=3) and cases(50, seed=3) != cases(50, seed=4)
     made = cases(300, seed=3)
     typos = [c for c in made if c.order[0] not in c.question]
     due = [c for c in made if owed(c)]
     assert 20 < len(typos) < 80 and 50 < len(due) < 150  # some of each kind, none dominant
-    assert all(right(c, serve(c)) for c in made)  # the teacher serves them all right
+    assert all(right(c, served(c)) for c in made)  # the teacher serves them all right
     assert any(not c.yes for c in made) and any("defective" not in c.order[3] for c in made)
 
 
@@ -72,8 +97,25 @@ def test_the_made_up_customers_are_the_same_for_a_seed_and_mixed():
 @given(seed=st.integers(0, 2**32))
 def test_for_any_seed_the_teacher_serves_every_made_up_customer_right(seed):
     made = cases(15, seed=seed)
-    assert all(right(case, serve(case)) for case in made)  # so the rules really are the ceiling
-    assert all(right(case, serve(case, brain(trained_net()))) for case in made[:5])
+    assert all(right(case, served(case)) for case in made)  # so the rules really are the ceiling
+    assert all(right(case, served(case, brain(trained_net()))) for case in made[:5])
+
+
+def test_a_run_is_served_right_only_if_it_ends_with_an_answer_and_the_refund_owed():
+    ctx = served(DEMO_CASE)
+    assert owed(DEMO_CASE) and right(DEMO_CASE, ctx)
+    assert not right(DEMO_CASE, Context(ctx.messages[:-2]))  # no answer yet: not served
+    unpaid = dataclasses.replace(DEMO_CASE, order=("A1234", "Wireless Headphones", 80, "delivered"))
+    assert not right(unpaid, ctx)  # it paid $79 where nothing was owed
+    agent = support_agent(brain(trained_net()))  # the refund waits for a verdict
+    paused, refund = agent.run(QUESTION), agent.tools["issue_refund"]
+    assert not right(DEMO_CASE, paused)  # waiting for a human is not an answer
+    said_no = dataclasses.replace(DEMO_CASE, yes=False)
+    assert right(DEMO_CASE, agent.run(approve(paused, refund))) and not right(said_no, paused)
+    denied = agent.run(deny(paused, refund, "send it back first"))  # a verdict, then no money
+    assert right(said_no, denied) and not right(DEMO_CASE, denied)
+    edited = agent.run(approve(paused, refund, args={"order_id": "A1234", "amount": 70}))
+    assert not right(DEMO_CASE, edited)  # $70 went out, where $79 was owed
 
 
 def test_training_is_deterministic_same_seed_same_weights():
@@ -85,10 +127,10 @@ def test_training_is_deterministic_same_seed_same_weights():
 
 
 def test_training_gives_the_same_weights_in_any_process():
-    # subtle: Python orders a set of strings differently in each process (PYTHONHASHSEED);
+    # Python orders a set of strings differently in each process (PYTHONHASHSEED);
     # the features and the network's inputs must not depend on that order
     code = ("import json; from microagent.learned import *; "
-            "data = [p for c in cases(20, seed=1) for p in pairs(serve(c).context)]; "
+            "data = [p for c in cases(20, seed=1) for p in pairs(c.office().run(c.question))]; "
             "net = network(data); train(net, data, epochs=3); print(json.dumps([net.inputs, net.w1, net.w2]))")
     outs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT,
                            env={**os.environ, "PYTHONHASHSEED": seed}) for seed in ("1", "2")]
@@ -97,7 +139,7 @@ def test_training_gives_the_same_weights_in_any_process():
 
 
 def test_the_loss_falls_from_knowing_nothing_to_knowing_the_job():
-    data = [p for c in cases(60, seed=1) for p in pairs(serve(c).context)]
+    data = [p for c in cases(60, seed=1) for p in pairs(served(c))]
     net = network(data)
     before = loss(net, data)
     losses = train(net, data)
@@ -120,50 +162,75 @@ def test_held_out_customers_are_served_right_at_the_measured_rate(net):
 
 
 def test_the_trained_brain_runs_the_demo_office_unchanged(net):
-    yes = support_agent(policy=brain(net)).steps(QUESTION)
-    ctx = list(yes)[-1].context
-    assert [m.tool for m in ctx if m.is_decision] == ["look_up_order", "check_policy", "issue_refund", "final_answer"]
+    agent = support_agent(brain(net), approver=yes)
+    ctx = agent.run(QUESTION)
+    # question, then four decisions, each with its result
+    assert [m.tool for m in ctx if m.kind == "decision"] == [
+        "look_up_order", "check_policy", "issue_refund", "final_answer"]
     assert refunds(ctx) == ["approved by a human, $79 refunded to the original card"]
+    assert agent.why_stop(ctx) == DONE
     assert ctx.last().content == "Done: $79 is on its way back to your card."
 
-    no = list(support_agent(lambda name, args: False, policy=brain(net)).steps(QUESTION))[-1]
-    assert no.stop == DONE and refunds(no.context) == ["denied by a human: issue_refund did not run"]
-    assert no.context.last().content.startswith("Sorry, I can't refund")
+    agent = support_agent(brain(net), approver=lambda tool_name, args: False)
+    no = agent.run(QUESTION)
+    assert agent.why_stop(no) == DONE and refunds(no) == ["denied by a human: issue_refund did not run"]
+    assert no.last().content == "Sorry, I can't refund this order. A teammate will follow up by email."
 
 
 def test_the_trained_brain_pauses_for_a_human_and_goes_on_after_a_verdict(net):
-    waiting = dataclasses.replace(issue_refund, needs_approval=True)
-    agent = Agent(brain(net), [look_up_order, check_policy, waiting, final_answer], name="support")
-    paused = list(agent.steps(QUESTION))[-1]
-    assert paused.stop == PAUSED and json.loads(paused.context.pending.args) == {"order_id": "A1234", "amount": 79}
-    saved = paused.context.to_json()  # a human decides later, from the saved notebook
+    agent = support_agent(brain(net))  # no approver: the refund waits for a verdict
+    paused = agent.run(QUESTION)
+    assert agent.why_stop(paused) == PAUSED
+    assert json.loads(waiting(paused).args) == {"order_id": "A1234", "amount": 79}
+    saved = to_json(paused)  # a human decides later, from the saved notebook
+    refund = agent.tools["issue_refund"]
 
-    approved = list(agent.steps(context=approve(Context.from_json(saved), by="alice")))[-1]
-    assert approved.stop == DONE and refunds(approved.context) == ["$79 refunded to the original card"]
-    denied = list(agent.steps(context=deny(Context.from_json(saved), "send it back first", by="bob")))[-1]
-    assert denied.stop == DONE and refunds(denied.context) == ["denied by bob: send it back first"]
-    assert denied.context.last().content.startswith("Sorry")
+    approved = agent.run(approve(from_json(saved), refund, by="alice"))
+    assert agent.why_stop(approved) == DONE and refunds(approved) == ["$79 refunded to the original card"]
+    assert approved.last().content == "Done: $79 is on its way back to your card."
+    denied = agent.run(deny(from_json(saved), refund, "send it back first", by="bob"))
+    assert agent.why_stop(denied) == DONE and refunds(denied) == ["denied by bob: send it back first"]
+    assert denied.last().content.startswith("Sorry")
 
 
 def test_arguments_come_from_the_notebook_and_are_left_out_when_it_has_none(net):
-    ctx = list(support_agent(policy=brain(net)).steps("I want a refund for my kettle, it broke."))[-1].context
+    ctx = support_agent(brain(net), approver=yes).run("I want a refund for my kettle, it broke.")
     # the question names no order, so order_id is left out and the loop says so in a note
-    assert ctx[2].error and "missing order_id" in ctx[2].content
+    assert ctx[1].tool == "look_up_order" and ctx[1].args == "{}"
+    assert ctx[2].content == "error: bad arguments for look_up_order: missing order_id (it takes: order_id)"
     assert arguments(ctx, issue_refund) == {}  # no order, no price: nothing to fill
-    served = serve(DEMO_CASE).context
-    assert arguments(served, issue_refund) == {"order_id": "A1234", "amount": 79}
-    assert arguments(served, final_answer) == {"answer": "Done: $79 is on its way back to your card."}
-    assert arguments(served, None) == {}
+    done = served(DEMO_CASE)
+    assert arguments(done, issue_refund) == {"order_id": "A1234", "amount": 79}
+    assert arguments(done, final_answer) == {"answer": "Done: $79 is on its way back to your card."}
+    assert arguments(done, None) == {}
+
+
+LONG_PRICE = "9" * 5000  # more digits than Python reads as a number (4,300 by default)
+
+
+def test_a_price_of_5000_digits_leaves_the_amount_out_and_the_loop_says_so(net):
+    # a shop's table that holds the price as it came, its digits: the lookup writes all 5,000
+    asked = []
+    agent = support_agent(brain(net), approver=lambda tool_name, args: asked.append(args) or True,
+                          orders={"A1234": ("Kettle", LONG_PRICE, "delivered, reported defective")})
+    ctx = agent.run(QUESTION)  # before the fix: ValueError, out of the brain and the loop
+    assert ctx[2].content == f"A1234, Kettle, ${LONG_PRICE}, delivered, reported defective"
+    assert arguments(ctx, issue_refund) == {"order_id": "A1234"}  # the amount can't be filled
+    assert json.loads(ctx[5].args) == {"order_id": "A1234"}
+    assert ctx[6].content == "error: bad arguments for issue_refund: missing amount (it takes: order_id, amount)"
+    assert asked == [] and refunds(ctx) == [ctx[6].content]  # no human asked, no money out
+    assert agent.why_stop(ctx) == DONE and ctx.last().content.startswith("Sorry, I can't refund")
+    check(ctx)
 
 
 def untrained(seed: int):
-    data = [p for c in cases(20, seed=1) for p in pairs(serve(c).context)]
+    data = [p for c in cases(20, seed=1) for p in pairs(served(c))]
     return network(data, seed=seed)
 
 
 def shuffled_labels():
     """A network trained on the right features with the wrong tools: confidently wrong."""
-    data = [p for c in cases(40, seed=1) for p in pairs(serve(c).context)]
+    data = [p for c in cases(40, seed=1) for p in pairs(served(c))]
     tools = [tool for _, tool in data]
     wrong = list(zip([on for on, _ in data], tools[7:] + tools[:7], strict=True))
     net = network(wrong, seed=0)
@@ -173,7 +240,7 @@ def shuffled_labels():
 
 def far_too_fast():
     """A network trained with a learning rate a million times too large: its weights blow up."""
-    data = [p for c in cases(20, seed=1) for p in pairs(serve(c).context)]
+    data = [p for c in cases(20, seed=1) for p in pairs(served(c))]
     net = network(data)
     train(net, data, epochs=2, lr=1e6)
     return net
@@ -186,23 +253,26 @@ def test_a_wrong_trained_brain_never_crashes_the_loop(make):
     policy = brain(make())
     stops, served_wrong = set(), 0
     for case in cases(40, seed=5):
-        last = serve(case, policy)  # raises if the loop crashes
-        check(last.context)  # the notebook keeps the rules, whatever the brain did
-        stops.add(last.stop)
-        served_wrong += not right(case, last)
+        office = case.office(policy)
+        ctx = office.run(case.question)  # raises if the loop crashes
+        check(ctx)  # the notebook keeps the rules, whatever the brain did
+        stops.add(office.why_stop(ctx))
+        served_wrong += not right(case, ctx)
     assert stops <= {DONE, OUT_OF_STEPS}
     assert served_wrong > 0  # it really is a wrong brain
 
 
 def test_a_tool_the_office_lacks_becomes_an_error_note():
     data = [(on, "check_rules" if tool == "check_policy" else tool)
-            for c in cases(20, seed=1) for on, tool in pairs(serve(c).context)]
+            for c in cases(20, seed=1) for on, tool in pairs(served(c))]
     net = network(data)
     train(net, data)
-    last = serve(DEMO_CASE, brain(net))
-    assert last.context[4].content == ("error: there is no tool named 'check_rules'; "
-                                       "the tools are: look_up_order, check_policy, issue_refund, final_answer")
-    assert last.stop in (DONE, OUT_OF_STEPS)
+    office = DEMO_CASE.office(brain(net))
+    ctx = office.run(QUESTION)
+    assert ctx[3].tool == "check_rules" and ctx[3].args == "{}"  # it takes nothing the office knows of
+    assert ctx[4].content == ("error: there is no tool named 'check_rules'; "
+                              "the tools are: look_up_order, check_policy, issue_refund, final_answer")
+    assert office.why_stop(ctx) in (DONE, OUT_OF_STEPS)
 
 
 ANY_TEXT = st.text(st.characters(blacklist_categories=()), max_size=40)  # lone surrogates too
@@ -212,10 +282,11 @@ ANY_TEXT = st.text(st.characters(blacklist_categories=()), max_size=40)  # lone 
 @given(question=st.one_of(ANY_TEXT, st.builds(lambda a, b: f"{a} A1234 {b}", ANY_TEXT, ANY_TEXT)))
 def test_any_question_at_all_ends_in_a_stop_with_a_sound_notebook(question):
     case = Case(question, ("A1234", "Kettle", 30, "delivered, reported defective"), yes=True)
-    last = serve(case, brain(trained_net()))
-    check(last.context)
-    assert last.stop in (DONE, OUT_OF_STEPS)
-    assert Context.from_json(last.context.to_json()) == last.context
+    office = case.office(brain(trained_net()))
+    ctx = office.run(question)
+    check(ctx)
+    assert office.why_stop(ctx) in (DONE, OUT_OF_STEPS)
+    assert from_json(to_json(ctx)) == ctx
 
 
 def test_mistakes_in_training_say_what_to_do():
@@ -229,22 +300,25 @@ def test_mistakes_in_training_say_what_to_do():
 def test_a_trained_network_saves_as_json_and_loads_back_the_same_brain(net):
     loaded = Net(**json.loads(json.dumps(dataclasses.asdict(net))))
     assert loaded == net
-    assert serve(DEMO_CASE, brain(loaded)).context == serve(DEMO_CASE, brain(net)).context
+    assert served(DEMO_CASE, brain(loaded)) == served(DEMO_CASE, brain(net))
 
 
 def test_a_feature_the_network_never_saw_is_ignored(net):
-    policy = brain(net)
-    ctx = serve(DEMO_CASE).context
-    plain = policy(Context(ctx.messages[:3]), ())
+    policy, tools = brain(net), support_agent().tools
+    ctx = served(DEMO_CASE)
+    plain = policy(Context(ctx.messages[:3]), tools)
     odd = dataclasses.replace(ctx[2], content=ctx[2].content + " zebra quokka")  # words it never saw
     assert "word: zebra" in features(Context(ctx.messages[:2] + (odd,)))
-    assert policy(Context(ctx.messages[:2] + (odd,)), ()) == plain
+    assert policy(Context(ctx.messages[:2] + (odd,)), tools) == plain
 
 
-def test_the_readme_example_runs_and_its_comments_are_true():
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("## Swap the brain: a network you train yourself"):]
-    block = section[section.index("```python\n") + len("```python\n"):section.index("```\n", 10)]
+def test_the_documented_example_runs_and_its_comments_are_true():
+    # the README's example of the trained brain, or the manual's in docs/ if it moved there
+    blocks = [block for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+              for block in re.findall(r"```python\n(.*?)```", path.read_text(), re.S)
+              if "from microagent.learned import" in block]
+    assert blocks, "the README (or a manual in docs/) shows the trained brain at work"
+    block = blocks[0]
     code = "\n".join(line for line in block.splitlines() if not line.startswith("# "))
     promised = [line[2:] for line in block.splitlines() if line.startswith("# ")]
     printed, names = io.StringIO(), {}
@@ -264,7 +338,7 @@ def test_the_module_stays_as_small_as_notebook_13_says():
 
     notebook = (ROOT / "notebooks" / "13_train_a_brain.ipynb").read_text()
     assert "under 150 lines of code" in notebook
-    assert size.code_lines(ROOT / "microagent" / "learned.py") < 150
+    assert size.measure(ROOT / "microagent" / "learned.py")[0] < 150
 
 
 def test_the_example_trains_a_brain_and_runs_the_office_with_it():
