@@ -26,13 +26,13 @@ import tempfile
 import threading
 import time
 
-from microagent import Context
+from microagent import Context, from_json
 from microagent.approval import approve
 from microagent.host import CALL, refund_office
 from microagent.invariants import check
 
 QUESTION = "Can I get a refund for order A1234? It arrived broken."
-STEPS = 6  # Steps in one refund session: 2 results and the pause; then 2 results and done
+STEPS = 6  # events in one refund session: 2 results and the pause; then 2 results and done
 
 
 def post(port: int, token: str, path: str, body: dict) -> tuple[int, str]:
@@ -90,21 +90,19 @@ def notebooks(port: int, sids: list[tuple[str, str]]) -> list[Context]:
     for token, sid in sids:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
         conn.request("GET", f"/sessions/{sid}", headers={"Authorization": f"Bearer {token}"})
-        found.append(check(Context.from_json(json.dumps(json.loads(conn.getresponse().read())["notebook"]))))
+        found.append(check(from_json(json.dumps(json.loads(conn.getresponse().read())["notebook"]))))
         conn.close()
     return found
 
 
 def in_process(runs: int) -> float:
-    """Seconds per Step of the same refund run, driven in this process (its refund ledger in memory)."""
+    """Seconds per event of the same refund run, driven in this process (its refund ledger in memory)."""
     agent = refund_office(":memory:")
     started = time.perf_counter()
     for i in range(runs):
-        for paused in agent.steps(QUESTION):
-            pass
-        here = CALL.set(f"in-process-{i}/5")
-        for step in agent.steps(context=approve(paused.context, by="alice")):
-            pass
+        paused = agent.run(QUESTION)
+        here = CALL.set(f"in-process-{i}/5")  # the tool call's identity, as the host sets it
+        agent.run(approve(paused, agent.tools["issue_refund"], by="alice"))
         CALL.reset(here)
     return (time.perf_counter() - started) / (runs * STEPS)
 

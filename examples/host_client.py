@@ -8,7 +8,8 @@
 It creates a session, asks for a refund and prints each server-sent event as
 it arrives; the stream ends waiting for approval, with a signed token. Then it
 sends the verdict with that token, and prints the rest of the run. The bearer
-token is read from the users file the server wrote; it is never printed.
+token is read from the users file the server wrote; it is never printed. The
+protocol is in microagent/host/README.md.
 """
 
 import argparse

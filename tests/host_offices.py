@@ -19,6 +19,7 @@ import os
 import pathlib
 import time
 
+from microagent import Agent
 from microagent.host import refund_office
 
 
@@ -42,15 +43,21 @@ def gated_office(db: str):
                 wait(f"done-{tool.name}")
             return out
         return dataclasses.replace(tool, fn=fn)
-    agent.tools = {name: gated(t) for name, t in agent.tools.items()}
-    return agent
+    return Agent(agent.policy, [gated(t) for t in agent.tools.values()], agent.max_steps,
+                 name=agent.name)
 
 
-def request(port: int, method: str, path: str, token: str | None, body=None, timeout: float = 60):
-    """One request: (status, headers, the JSON answer, or the list of (event, data) of a stream)."""
+def request(port: int, method: str, path: str, token: str | None, body=None, timeout: float = 60,
+            authorization: str | None = None):
+    """One request: (status, headers, the JSON answer, or the list of (event, data) of a stream).
+
+    `token` goes as "Authorization: Bearer <token>"; `authorization` as that header, exactly.
+    """
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     data = body if isinstance(body, bytes) else None if body is None else json.dumps(body).encode()
     headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+    if authorization is not None:
+        headers = {"Authorization": authorization}
     try:
         conn.request(method, path, body=data, headers=headers)
         response = conn.getresponse()

@@ -2,7 +2,8 @@
 
 Each test starts a real server on 127.0.0.1 (a free port) in this process and
 talks HTTP to it; the tests that kill or race server processes are in
-test_host_processes.py.
+test_host_processes.py. The LLM office's tests talk to the stand-in model server
+(tests/llm_server.py), also on 127.0.0.1.
 """
 
 import base64
@@ -17,10 +18,14 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from host_offices import request
-from microagent import Action, Agent, Context, as_tool, final_answer, scripted
-from microagent.host import MAX_TEXT, Server, digest, refund_office, sign, verify
+from llm_server import reply, serve  # a stand-in model server on 127.0.0.1, with scripted replies
+from microagent import Action, Agent, Context, approval, final_answer, from_json, scripted
+from microagent.host import (MAX_BODY, MAX_DEPTH, MAX_TEXT, Server, args_hash, llm_office, refund_office, sign,
+                             thinking, verify)
+from microagent.host.server import secret_from
 from microagent.invariants import check
 from microagent.picture import draw
+from microagent.schema import as_tool
 
 SECRET = b"s" * 32
 QUESTION = "Can I get a refund for order A1234? It arrived broken."
@@ -61,7 +66,7 @@ class Host:
     def notebook(self, sid, user="alice") -> Context:
         status, _, answer = self.call(user, "GET", f"/sessions/{sid}")
         assert status == 200
-        return check(Context.from_json(json.dumps(answer["notebook"])))
+        return check(from_json(json.dumps(answer["notebook"])))
 
     def refunds(self) -> list[tuple]:
         with sqlite3.connect(self.db) as db:
@@ -99,6 +104,7 @@ def names(stream) -> list[str]:
 def test_a_whole_session_create_ask_stream_approve_stream(host):
     h = host()
     sid = h.new()
+    assert len(sid) == 22  # 16 random bytes (128 bits) in base64url
     status, response, stream = h.ask(sid)
     assert status == 200 and response.getheader("Content-Type") == "text/event-stream"
     assert names(stream) == ["result:look_up_order", "result:check_policy", "approval_required"]
@@ -108,7 +114,7 @@ def test_a_whole_session_create_ask_stream_approve_stream(host):
     # what waits is in the notebook, and GET says so
     status, _, shown = h.call("alice", "GET", f"/sessions/{sid}")
     assert shown["pending"] == {"tool": "issue_refund", "args": {"order_id": "A1234", "amount": 79}, "call": 5}
-    assert h.notebook(sid).pending.tool == "issue_refund" and h.refunds() == []
+    assert approval.waiting(h.notebook(sid)).tool == "issue_refund" and h.refunds() == []
     # the human says yes, and the rest of the run streams
     status, _, stream = h.verdict(sid, asked["approval_token"])
     assert status == 200
@@ -119,7 +125,7 @@ def test_a_whole_session_create_ask_stream_approve_stream(host):
     # question, then (decision, result) x2, decision, verdict, result, decision, result
     assert [m.role for m in ctx] == ["user"] + ["assistant", "tool"] * 2 + ["assistant", "user", "tool"] \
         + ["assistant", "tool"]
-    assert ctx[6].name == "alice" and ctx[6].is_verdict
+    assert ctx[6].name == "alice" and ctx[6].kind == "verdict"
     assert [data["at"] for event, data in stream if event == "result"] == [7, 9]  # where each note is
     assert h.refunds() == [(f"{sid}/5", "A1234", 79)]
 
@@ -213,7 +219,7 @@ def test_the_token_is_a_jwt_bound_to_user_session_call_and_arguments(host):
     claims = claims_of(token)
     assert claims.keys() == {"sub", "sid", "call", "args", "jti", "iat", "exp"}
     assert (claims["sub"], claims["sid"], claims["call"]) == ("alice", sid, 5)
-    assert claims["args"] == digest('{"order_id": "A1234", "amount": 79}')
+    assert claims["args"] == args_hash('{"order_id": "A1234", "amount": 79}')
     assert claims["exp"] - claims["iat"] == 600
     assert verify(token, SECRET, time.time()) == claims
 
@@ -222,7 +228,7 @@ def test_the_token_is_a_jwt_bound_to_user_session_call_and_arguments(host):
     ({"sid": "another-session"}, "not for this session"),
     ({"sub": "bob"}, "not for this user"),
     ({"call": 3}, "not for this tool call"),
-    ({"args": digest('{"order_id": "A1234", "amount": 7900}')}, "not for this tool call's arguments"),
+    ({"args": args_hash('{"order_id": "A1234", "amount": 7900}')}, "not for this tool call's arguments"),
     ({"jti": "an-old-one"}, "newer token replaced it"),
 ])
 def test_a_token_bound_to_anything_else_is_refused_403(host, change, refusal):
@@ -318,7 +324,7 @@ def test_another_users_session_answers_404_exactly_like_a_missing_one(host):
         theirs = h.call("bob", method, f"/sessions/{sid}{path}", body)
         missing = h.call("bob", method, f"/sessions/no-such-session{path}", body)
         assert theirs[0] == missing[0] == 404 and theirs[2] == missing[2] == {"error": "no such session"}
-    assert h.refunds() == [] and h.notebook(sid).pending is not None
+    assert h.refunds() == [] and approval.waiting(h.notebook(sid)) is not None
 
 
 def test_the_owner_gets_the_run_drawn_as_a_picture_with_every_text_escaped(host):
@@ -374,7 +380,7 @@ def test_a_second_message_while_a_run_streams_gets_409(host):
     release.set()
     runner.join()
     assert first[0][2][-1] == ("done", {"answer": "ok"})
-    assert [m.content for m in h.notebook(sid) if m.is_question] == ["go"]  # "me too" never got in
+    assert [m.content for m in h.notebook(sid) if m.kind == "question"] == ["go"]  # "me too" never got in
 
 
 def test_driving_the_loop_too_often_gets_429_with_retry_after(host):
@@ -450,16 +456,93 @@ def test_a_brain_that_fails_to_think_ends_the_stream_with_a_generic_error_and_ke
     assert h.call("alice", "GET", f"/sessions/{sid}")[2]["running"] is False  # and the session is free
 
 
+def test_a_brain_with_no_move_streams_what_was_wrong_and_nothing_runs(host):
+    policy = scripted(Action(None, reasoning="your reply was cut off at 200 tokens"),
+                      Action("final_answer", {"answer": "ok"}))
+    h = host(lambda db: Agent(policy, [final_answer]))
+    sid = h.new()
+    status, _, stream = h.ask(sid, "go")
+    assert stream[0] == ("no_move", {"note": "your reply was cut off at 200 tokens", "at": 1})
+    assert names(stream) == ["no_move", "result:final_answer", "done"]
+    assert [m.kind for m in h.notebook(sid)] == ["question", "no_move", "decision", "result"]
+
+
+# ----------------------------------------------------------------------------
+# the brain's words, as they come: thinking events
+
+def test_a_python_brain_thinks_out_loud_with_thinking_and_outside_a_request_nobody_hears(host):
+    def brain(ctx, tools):
+        thinking("let me ")
+        thinking("")  # a chunk with no words: only asks whether the client is still there
+        thinking("<b>see</b>")
+        return Action("final_answer", {"answer": "seen"}, "done looking")
+    thinking("nobody hears this")  # outside a request it does nothing
+    h = host(lambda db: Agent(brain, [final_answer]))
+    sid = h.new()
+    status, _, stream = h.ask(sid, "look")
+    assert stream == [("thinking", {"text": "let me "}), ("thinking", {"text": "<b>see</b>"}),
+                      ("result", {"tool": "final_answer", "args": '{"answer": "seen"}', "reasoning": "done looking",
+                                  "content": "seen", "error": False, "at": 2}),
+                      ("done", {"answer": "seen"})]
+    assert len(h.notebook(sid)) == 3  # the words were the brain's, not a note
+
+
+def test_the_llm_offices_words_stream_as_thinking_events_in_pieces_before_its_move(host):
+    model = serve([reply("Let me look.", calls=[("look_up_order", '{"order_id": "A1234"}')]),
+                   reply("That is all I can say.")])
+    try:
+        h = host(llm_office("stand-in", model.url))
+        sid = h.new()
+        status, _, stream = h.ask(sid)
+    finally:
+        model.close()
+    kinds = [event for event, _ in stream]
+    first = kinds.index("result")
+    assert first > 1 and set(kinds[:first]) == {"thinking"}  # in pieces, before the move they led to
+    assert "".join(data["text"] for _, data in stream[:first]) == "Let me look."
+    assert all(data.keys() == {"text"} for event, data in stream if event == "thinking")
+    assert [event for event in kinds if event != "thinking"] == ["result", "result", "done"]
+    assert stream[-1] == ("done", {"answer": "That is all I can say."})
+    assert stream[first][1]["content"] == "A1234, Wireless Headphones, $79, delivered, reported defective"
+
+
+def test_a_client_gone_while_the_llm_thinks_stops_the_brain_mid_reply_and_the_session_goes_on(host):
+    model = serve([reply("Let me think this over for a good long while. " * 6, pause=0.05), reply("Sorry, no.")])
+    try:
+        h = host(llm_office("stand-in", model.url))
+        sid = h.new()
+        conn = socket.create_connection(("127.0.0.1", h.port))
+        conn.settimeout(60)
+        body = json.dumps({"text": QUESTION}).encode()
+        conn.sendall(f"POST /sessions/{sid}/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+                     f"{h.users['alice']}\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+        got = b""
+        while b"event: thinking" not in got:  # the brain has begun to speak
+            got += conn.recv(1) or pytest.fail(f"the stream ended before any thinking: {got!r}")
+        conn.close()
+        assert model.hung_up.wait(60)  # the brain closed the model's reply mid-way: it stopped thinking
+        deadline = time.monotonic() + 60
+        while h.call("alice", "GET", f"/sessions/{sid}")[2]["running"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert [m.kind for m in h.notebook(sid)] == ["question"]  # nothing half-decided was written
+        assert ("alice", sid, "cancelled", "the client went away") in h.trail()
+        status, _, stream = h.call("alice", "POST", f"/sessions/{sid}/resume", {})
+        assert stream[-1] == ("done", {"answer": "Sorry, no."})
+    finally:
+        model.close()
+
+
 # ----------------------------------------------------------------------------
 # bad requests: a clear 4xx with a JSON error, and nothing changes
 
 BAD_BODIES = [
     (b"{not json", 400, "not valid JSON"),
-    (b'{"text": "a", "text": "b"}', 400, "'text' appears twice"),
+    (b'{"text": "a", "text": "b"}', 400, '"text" is given twice'),
     (b'{"text": ' + b"[" * 50 + b"]" * 50 + b"}", 400, "nested deeper than 8"),
     (b'{"text": ' + b"[" * 100000 + b"]" * 100000 + b"}", 413, "over 65536 bytes"),
     (b'{"text": "\\ud800 lone"}', 400, "surrogate"),
-    (b'{"text": NaN}', 400, "NaN is not JSON"),
+    (b'{"text": NaN}', 400, "NaN is not a number JSON can hold"),
+    (b'{"text": 1e999}', 400, "1e999 is not a number JSON can hold"),
     (b'["text"]', 400, "must be a JSON object"),
     (b'{"text": "hi", "admin": true}', 400, "unknown ['admin']"),
     (b"{}", 400, "missing ['text']"),
@@ -500,7 +583,17 @@ def test_a_missing_or_unknown_bearer_token_gets_401_and_the_token_is_never_echoe
         assert status == 401 and response.getheader("WWW-Authenticate") == "Bearer"
         assert "Bearer <token>" in answer["error"]
     assert "mallory" not in json.dumps(h.trail())
-    assert h.call("alice", "GET", "/nowhere")[0] == 404
+    status, _, answer = h.call("alice", "GET", "/nowhere")
+    assert status == 404 and "the routes are POST /sessions, GET /sessions/{id}" in answer["error"]
+
+
+@pytest.mark.parametrize("authorization", ["alice-token-0123456789", "Basic alice-token-0123456789",
+                                           "Bearer" + "alice-token-0123456789", "Token alice-token-0123456789"])
+def test_a_known_token_without_the_bearer_prefix_gets_401(host, authorization):
+    h = host()
+    status, response, answer = request(h.port, "POST", "/sessions", None, authorization=authorization)
+    assert status == 401 and response.getheader("WWW-Authenticate") == "Bearer"
+    assert request(h.port, "POST", "/sessions", None, authorization="Bearer alice-token-0123456789")[0] == 201
 
 
 def test_a_chunked_body_is_refused_411(host):
@@ -586,7 +679,7 @@ def test_a_client_that_disconnects_mid_stream_cancels_the_run_and_the_session_go
         time.sleep(0.05)
     ctx = h.notebook(sid)
     # the server sees the client has gone before the next step: nothing new starts, what was done is kept
-    assert ctx[2].content == "waited" and sum(m.is_decision for m in ctx) == 1 and ctx.last().is_result
+    assert ctx[2].content == "waited" and sum(m.kind == "decision" for m in ctx) == 1 and ctx.last().kind == "result"
     status, _, stream = h.call("alice", "POST", f"/sessions/{sid}/resume", {})
     assert stream[-1] == ("done", {"answer": "ok"})
     assert sum(m.content == "tick" for m in h.notebook(sid)) == 9  # each turn once, none twice
@@ -626,12 +719,44 @@ def test_sessions_pending_approvals_and_tokens_survive_a_restart(tmp_path):
     first.close()
     second = Host(tmp_path)  # the same database file and the same secret
     try:
-        assert second.notebook(sid).pending.tool == "issue_refund"
+        assert approval.waiting(second.notebook(sid)).tool == "issue_refund"
         status, _, stream = second.verdict(sid, token)
         assert status == 200 and stream[-1] == ("done", {"answer": ANSWER})
         assert second.trail()[0] == ("alice", sid, "created", "")  # the trail from before the restart too
     finally:
         second.close()
+
+
+def test_a_verdict_saved_but_not_carried_out_is_carried_out_by_resume_and_paid_once(host):
+    h = host()
+    sid, token = h.paused()
+    # as if the server had died after saving the verdict and before running the refund
+    s = h.server.store.load(sid)
+    ctx = approval.verdict(s.context, h.server.agent.tools["issue_refund"], True, by="alice")
+    assert h.server.store.save(sid, ctx, s.version) is not None
+    assert h.verdict(sid, token)[0] == 409  # the verdict used the token up
+    assert h.ask(sid, "hello?")[0] == 409  # and a verdict not yet carried out is waited on too
+    status, _, stream = h.call("alice", "POST", f"/sessions/{sid}/resume", {})
+    assert names(stream) == ["result:issue_refund", "result:final_answer", "done"]
+    assert stream[0][1] == {"tool": "issue_refund", "args": '{"order_id": "A1234", "amount": 79}',
+                            "reasoning": "it qualifies, and a refund needs a human to sign off",
+                            "content": "$79 refunded to the original card (receipt R1)", "error": False, "at": 7}
+    assert h.refunds() == [(f"{sid}/5", "A1234", 79)]
+    assert ("alice", sid, "tool call", "issue_refund (call 5)") in h.trail()
+
+
+def test_the_defaults_the_readme_quotes(host, tmp_path, monkeypatch):
+    h = host()
+    assert (h.server.client_timeout, h.server.lease, h.server.token_ttl) == (10.0, 30.0, 600)
+    assert (MAX_BODY, MAX_TEXT, MAX_DEPTH) == (64 * 1024, 4000, 8)
+    assert [h.server.limit("carol") for _ in range(20)] == [0.0] * 20  # 20 runs at once,
+    assert 0 < h.server.limit("carol") <= 1.0  # then one a second
+    # the signing secret: a file made 0600 on first start, unless $MICROAGENT_HOST_SECRET is set
+    monkeypatch.delenv("MICROAGENT_HOST_SECRET", raising=False)
+    made = secret_from(str(tmp_path / "secret"))
+    assert len(made) == 32 and secret_from(str(tmp_path / "secret")) == made
+    monkeypatch.setenv("MICROAGENT_HOST_SECRET", "from the environment, 32 bytes or more")
+    assert secret_from(str(tmp_path / "secret")) == b"from the environment, 32 bytes or more"
 
 
 def test_what_http_server_refuses_by_itself_is_json_too(host):

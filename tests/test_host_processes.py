@@ -19,7 +19,7 @@ import pytest
 
 from host_offices import request
 from llm_server import reply, serve  # a stand-in model server on 127.0.0.1, with scripted replies
-from microagent import Context
+from microagent import Context, from_json
 from microagent.invariants import check
 
 TESTS = pathlib.Path(__file__).resolve().parent
@@ -40,7 +40,8 @@ class Servers:
         (tmp_path / "users.json").write_text('{"alice": "%s"}' % TOKEN)
 
     def start(self, lease: float = 30.0) -> tuple[subprocess.Popen, int]:
-        env = {**os.environ, "PYTHONPATH": str(TESTS), "HOST_GATES": str(self.gates),
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")])),
+               "HOST_GATES": str(self.gates),
                "MICROAGENT_HOST_SECRET": "a test secret, the same for every process"}
         log = open(self.dir / f"server{len(self.procs)}.log", "w")
         proc = subprocess.Popen([sys.executable, "-m", "microagent.host", "--db", "host.db", "--users", "users.json",
@@ -101,7 +102,7 @@ def resume_when_free(port, sid):
 
 
 def notebook(port, sid) -> Context:
-    return check(Context.from_json(json.dumps(call(port, "GET", f"/sessions/{sid}")[2]["notebook"])))
+    return check(from_json(json.dumps(call(port, "GET", f"/sessions/{sid}")[2]["notebook"])))
 
 
 def test_sigkill_mid_run_then_restart_keeps_every_streamed_step_and_pays_the_refund_once(servers):
@@ -134,13 +135,13 @@ def test_sigkill_mid_run_then_restart_keeps_every_streamed_step_and_pays_the_ref
     servers.gate("block-after-issue_refund", on=False)
     proc, port = servers.start(lease=2)
     ctx = notebook(port, sid)
-    assert ctx.last().is_verdict and ctx.last().name == "alice"  # the approval was committed before the tool ran
+    assert ctx.last().kind == "verdict" and ctx.last().name == "alice"  # committed before the tool ran
     status, stream = resume_when_free(port, sid)
-    # the refund ran again (at least once), and handed back the first receipt: paid once
+    # resume carried out the verdict: the refund ran again (at least once), and handed back the first receipt
     assert [e for e, _ in stream] == ["result", "result", "done"]
     assert stream[0][1]["content"] == "$79 refunded to the original card (receipt R1)"
     assert servers.refunds() == [(f"{sid}/5", "A1234", 79)]
-    assert sum(m.name == "issue_refund" and m.is_result for m in notebook(port, sid)) == 1
+    assert sum(m.name == "issue_refund" and m.kind == "result" for m in notebook(port, sid)) == 1
 
 
 def test_two_server_processes_on_one_database_never_run_an_approval_twice(servers):
@@ -154,7 +155,7 @@ def test_two_server_processes_on_one_database_never_run_an_approval_twice(server
             thread.join(60)
         assert sorted(out[0][0] for _, out in racers) == [200, 409, 409, 409]
         assert sum(call_id.startswith(sid) for call_id, _, _ in servers.refunds()) == 1
-        assert sum(m.name == "issue_refund" and m.is_result for m in notebook(b, sid)) == 1
+        assert sum(m.name == "issue_refund" and m.kind == "result" for m in notebook(b, sid)) == 1
 
 
 def test_two_server_processes_never_interleave_two_runs_on_one_session(servers):
@@ -173,7 +174,7 @@ def test_two_server_processes_never_interleave_two_runs_on_one_session(servers):
     for thread, _ in racers:
         thread.join(60)
     assert sorted(out[0][0] for _, out in racers) == [200, 409]
-    assert [m.is_question for m in notebook(a, sid)].count(True) == 1
+    assert [m.kind for m in notebook(a, sid)].count("question") == 1
 
 
 def test_the_load_benchmark_in_small_loses_nothing(tmp_path):
@@ -237,9 +238,13 @@ def test_with_model_the_hosted_office_thinks_with_an_llm_and_its_text_streams_as
                    reply(calls=[("issue_refund", '{"order_id": "A1234", "amount": 79}')]),
                    reply("Refunded $79 to your card.")])
     (tmp_path / "users.json").write_text('{"alice": "%s"}' % TOKEN)
+    key = "sk-test-key-of-the-stand-in"
+    log = open(tmp_path / "server.log", "w")
     proc = subprocess.Popen([sys.executable, "-m", "microagent.host", "--port", "0", "--users", "users.json",
-                             "--model", "stand-in", "--base-url", model.url], cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                             "--model", "stand-in", "--base-url", model.url, "--api-key-env", "STAND_IN_KEY"],
+                            cwd=tmp_path, env={**os.environ, "STAND_IN_KEY": key}, stdout=subprocess.PIPE,
+                            stderr=log, text=True)
+    log.close()
     try:
         port = int(proc.stdout.readline().split("127.0.0.1:")[1].split(" ")[0])
         sid = call(port, "POST", "/sessions")[2]["id"]
@@ -252,8 +257,10 @@ def test_with_model_the_hosted_office_thinks_with_an_llm_and_its_text_streams_as
         assert [e for e, _ in stream if e != "thinking"] == ["result", "result", "done"]
         assert stream[-1][1] == {"answer": "Refunded $79 to your card."}
         assert stream[0][1]["content"] == "$79 refunded to the original card (receipt R1)"
+        assert {h["Authorization"] for h in model.headers} == {f"Bearer {key}"}  # the key reached the model
     finally:
         proc.kill()
         proc.wait(60)
         proc.stdout.close()
         model.close()
+    assert key not in (tmp_path / "server.log").read_text()  # and was never printed

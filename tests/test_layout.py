@@ -62,7 +62,9 @@ def test_the_workshop_uses_only_the_books_public_names():
                 inside = module.removeprefix("microagent.").split(".")[0]
                 if inside == folder:
                     continue  # its own modules
-                assert inside in BOOK or module == "microagent", f"{path.name} imports {module}: not the book"
+                # the book, or another folder of the workshop (the host sends through the transport)
+                assert inside in BOOK or inside in WORKSHOP or module == "microagent", \
+                    f"{path.name} imports {module}: not the book"
                 private = [n for n in names if n.startswith("_")]
                 assert not private, f"{path.relative_to(ROOT)} reaches into the book for {private}"
 
@@ -151,3 +153,12 @@ def test_the_one_word_for_each_concept_is_the_one_the_code_uses():
         text = path.read_text()
         found = [word for word in gone if re.search(word, text)]
         assert not found, f"{path.relative_to(ROOT)} still says {found}"
+
+
+def test_the_folders_map_names_every_file_of_the_book_and_every_folder_of_the_workshop():
+    map_ = (PACKAGE / "README.md").read_text()
+    for name in BOOK:
+        if name != "__init__":
+            assert f"{name}.py" in map_, f"microagent/README.md does not say what {name}.py is"
+    for folder in WORKSHOP:
+        assert f"({folder}/README.md)" in map_, f"microagent/README.md does not point at {folder}/"

@@ -12,6 +12,7 @@ import http.client
 import json
 import os
 import pathlib
+import re
 import sqlite3
 import sys
 import tempfile
@@ -19,8 +20,9 @@ import threading
 
 import pytest
 
-from microagent import Action, Agent, as_tool, final_answer, scripted
-from microagent.host import Server, refund_office
+from microagent import Action, Agent, final_answer, scripted
+from microagent.host import Server, refund_office, thinking
+from microagent.schema import as_tool
 
 CHROMIUM = "/usr/bin/chromium"
 if not os.path.exists(CHROMIUM):
@@ -30,7 +32,7 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwr
 expect = sync_api.expect
 expect.set_options(timeout=30_000)  # generous: CI is a busy 2-core machine
 
-PAGE = pathlib.Path(__file__).parent.parent / "microagent"
+PAGE = pathlib.Path(__file__).parent.parent / "microagent" / "host"
 USERS = {"alice": "alice-token-0123456789", "bob": "bob-token-0123456789"}
 QUESTION = "Can I get a refund for order A1234? It arrived broken."
 MARKUP = "<img src=x onerror=alert(1)>"
@@ -159,8 +161,10 @@ def test_the_page_is_served_with_headers_that_allow_only_its_own_script(host):
         assert response.getheader("X-Content-Type-Options") == "nosniff"
     html = (PAGE / "page.html").read_text()
     assert "<script>" not in html and "onclick" not in html and "style=" not in html  # nothing inline
-    # what the README claims: the page and its script are small enough to read in a sitting
-    assert sum(len((PAGE / name).read_text().splitlines()) for name in ("page.html", "page.js")) <= 210
+    # what the host's README claims: the page and its script are small enough to read in a sitting
+    lines, css = re.search(r"(\d+) lines in all \(and (\d+) of CSS\)", (PAGE / "README.md").read_text()).groups()
+    assert sum(len((PAGE / name).read_text().splitlines()) for name in ("page.html", "page.js")) == int(lines)
+    assert len((PAGE / "page.css").read_text().splitlines()) == int(css)
 
 
 # ----------------------------------------------------------------------------
@@ -223,8 +227,9 @@ def test_edited_arguments_the_server_refuses_show_its_error_then_a_good_edit_goe
     waits_for_refund(alice)
     alice.page.fill("#args", '{"order_id": "A1234", "amount": "seventy"}')
     alice.page.click("#edited")
-    expect(alice.page.locator("#problem")).to_have_text(
-        "400: the edited arguments don't fit issue_refund: amount must be number, not str 'seventy'")
+    problem = alice.page.locator("#problem")  # the server's words, after the status
+    expect(problem).to_contain_text("amount must be number, not str 'seventy'")
+    assert problem.inner_text().startswith("400: ")
     alice.page.fill("#args", '{"order_id": "A1234", "amount": 70')  # the page checks it is JSON at all
     alice.page.click("#edited")
     expect(alice.page.locator("#problem")).to_contain_text("the arguments are not JSON")
@@ -290,8 +295,8 @@ def test_markup_from_the_brain_or_a_tool_shows_as_text_and_never_runs(host, pers
         return MARKUP
 
     def brain(ctx, tools):  # a thinking brain: its words stream before its decision
-        yield "<b>bold?</b> "
-        yield MARKUP
+        thinking("<b>bold?</b> ")
+        thinking(MARKUP)
         return scripted(Action("look_up", {"order_id": MARKUP}, MARKUP),
                         Action("final_answer", {"answer": f"<script>alert(2)</script>{MARKUP}"}, MARKUP))(ctx, tools)
 
@@ -318,13 +323,38 @@ def test_markup_from_the_brain_or_a_tool_shows_as_text_and_never_runs(host, pers
     assert alice.dialogs == ["a dialog is caught"]
 
 
+def test_a_reply_with_no_move_shows_what_was_wrong_as_it_comes_and_after_a_reload(host, person):
+    go_on = threading.Event()
+
+    def brain(ctx, tools):  # no move first; then, once the test has looked, an answer
+        if len(ctx) == 1:
+            return Action(None, reasoning="your reply was cut off at 200 tokens")
+        go_on.wait(120)
+        return Action("final_answer", {"answer": "shorter now"}, "again, briefly")
+
+    h = host(lambda db: Agent(brain, [final_answer], name="support"), lease=300)
+    alice = person(h)
+    alice.start("go")
+    story = ["asked: go", "no move: your reply was cut off at 200 tokens"]
+    expect(alice.story()).to_have_text(story)  # as it came, while the brain thinks again
+    expect(alice.page.locator("#status")).to_have_text("the agent is working…")
+    expect(alice.page.locator("#problem")).to_have_text("")
+    go_on.set()
+    story += ['→ final_answer {"answer": "shorter now"}   (again, briefly)', "← final_answer: shorter now"]
+    expect(alice.story()).to_have_text(story)
+    expect(alice.page.locator("#status")).to_have_text("done: the agent answered")
+    assert alice.page.locator("#story li.error").count() == 1
+    alice.page.reload()
+    expect(alice.story()).to_have_text(story)
+
+
 def test_the_brains_words_show_as_they_come(host, person):
     go_on = threading.Event()
 
     def brain(ctx, tools):  # says a word, then waits for the test before it says the rest
-        yield "let me <b>think</b>"
+        thinking("let me <b>think</b>")
         go_on.wait(120)
-        yield " about it"
+        thinking(" about it")
         return Action("final_answer", {"answer": "thought it over"}, "done thinking")
 
     # a lease longer than the test: while the brain waits, the session stays taken however slow the machine

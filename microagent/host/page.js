@@ -17,13 +17,12 @@ function line(kind, text) {
 
 function add(m, at) {  // note number `at` of the notebook, as a line of the story
   const args = typeof m.args === "string" ? m.args : JSON.stringify(m.args);
-  if (m.role === "system") line("note", `the agent was told: ${m.content}`);
-  else if (m.role === "user" && !m.tool) line("question", `asked: ${m.content}`);
+  if (m.role === "user" && !m.tool) line("question", `asked: ${m.content}`);
   else if (m.role === "user" && m.args) line("verdict", `${m.name} approved ${m.tool} ${args}`);
   else if (m.role === "user") line("verdict", `${m.name} denied ${m.tool}: ${m.content}`);
   else if (m.tool) line("call", `→ ${m.tool} ${args}` + (m.content ? `   (${m.content})` : ""));
   else if (m.role === "tool") line(m.error ? "error" : "result", `← ${m.name}: ${m.content}`);
-  else line("note", m.content);
+  else line(m.error ? "error" : "note", (m.error ? "no move: " : "") + m.content);  // a remark, or no move
   shown = at;
 }
 
@@ -87,6 +86,10 @@ function event(name, data) {  // one server-sent event; true if it says why the 
     const decision = {role: "assistant", tool: data.tool, args: data.args, content: data.reasoning};
     if (data.at - 1 > shown) add(decision, data.at - 1);  // after a verdict, the story has it already
     add({role: "tool", name: data.tool, content: data.content, error: data.error}, data.at);
+    return false;
+  }
+  if (name === "no_move") {  // the brain's reply held no move: the note says what was wrong
+    add({role: "assistant", content: data.note, error: true}, data.at);
     return false;
   }
   if (name === "approval_required") {

@@ -1,0 +1,642 @@
+"""The server: the loop behind HTTP, one session per notebook, approvals as signed tokens.
+
+    python -m microagent.host            # the refund office on http://127.0.0.1:8000
+    python -m microagent.host --audit    # print the audit trail and exit
+
+Read it in four parts, in this order: the loop's stream (`Stream`: each Step's
+notebook committed, then its event sent), the routes (a function each), the HTTP
+plumbing (`Handler`), and the request hygiene (strict JSON, a deadline for the
+whole request, a rate limit). README.md beside this file has the protocol.
+
+What it leaves out: real identity providers (users are bearer tokens in a JSON
+file), TLS (serve it behind a proxy that does it), HTTP keep-alive, and a rate
+limit shared between processes (each process keeps its own, in memory).
+"""
+
+import argparse
+import contextlib
+import contextvars
+import hmac
+import http.server
+import importlib
+import json
+import math
+import os
+import re
+import secrets
+import select
+import socket
+import sqlite3
+import sys
+import threading
+import time
+
+from microagent import approval
+from microagent.agent import DONE, OUT_OF_STEPS, PAUSED, Agent
+from microagent.context import Context
+from microagent.demo import support_agent, support_policy
+from microagent.host.store import Session, Store
+from microagent.host.tokens import args_hash, sign, verify
+from microagent.llm import chat_policy
+from microagent.message import USER, Message
+from microagent.picture import draw
+from microagent.retry import hiding
+from microagent.saving import to_json
+from microagent.schema import as_tool
+from microagent.tool import Tool, read_json
+from microagent.transport import hardened
+
+CALL = contextvars.ContextVar("CALL")  # "<session>/<index of the decision>" while a tool runs
+SERVING = contextvars.ContextVar("SERVING")  # the Stream of the request this thread serves
+MAX_BODY, MAX_TEXT, MAX_DEPTH = 64 * 1024, 4000, 8  # bytes a body; characters a message; nesting
+
+
+# ----------------------------------------------------------------------------
+# the loop's stream: commit each Step's notebook, then send its event
+
+class ClientGone(Exception):
+    """Raised inside a brain that is thinking out loud when the client has gone: it stops."""
+
+
+def thinking(piece: str) -> None:
+    """Send a piece of the brain's words to the client being served, as a `thinking` event.
+
+    The host's LLM brain is made with `on_text=thinking`; a Python brain may call it too.
+    Outside a request it does nothing. When the client has gone it raises ClientGone,
+    which stops the brain mid-reply; "" (a chunk with no words) only looks for that.
+    """
+    stream = SERVING.get(None)
+    if stream is None:
+        return
+    if stream.h.gone() or (piece and not stream.event("thinking", {"text": piece})):
+        stream.cancel.set()
+        raise ClientGone("the client went away while the brain was thinking")
+
+
+class Stream:
+    """One run on one session, sent as server-sent events. Each Step's notebook is
+    committed before its event is sent, so whatever a client saw is in the notebook."""
+
+    def __init__(self, h: "Handler", user: str, sid: str, version: int):
+        self.h, self.server, self.user, self.sid, self.version = h, h.server, user, sid, version
+        self.cancel = threading.Event()  # the client has gone: nothing new starts
+
+    def run(self, ctx: Context, audit: tuple[str, str] | None = None) -> None:
+        """Take the session, carry out a verdict it ends with, then drive the loop to a stop."""
+        if not self.commit(ctx, lease=True):  # a verdict or a run got in since our load
+            raise Refused(409, "another request changed this session first: load it again")
+        if audit:
+            self.server.store.audit(self.user, self.sid, *audit)
+        self.h.send(200, {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        self.h.streaming = True
+        if ctx.last().kind == "verdict":
+            ctx = self.settle(ctx)
+        if ctx is not None:
+            self.drive(ctx)
+
+    def settle(self, ctx: Context) -> Context | None:
+        """Carry out the verdict the notebook ends with, under its decision's identity."""
+        tool = self.server.agent.tools[ctx.last().tool]
+        with self.serving(len(ctx) - 2):
+            ctx = approval.settle(ctx, tool)
+        if not self.commit(ctx, lease=True):
+            return self.lost()
+        self.tool_call(ctx)
+        self.event("result", result_of(ctx))
+        return ctx
+
+    def drive(self, ctx: Context) -> None:
+        """The loop, a Step at a time: commit its notebook, then send its event, until it stops."""
+        steps = self.server.agent.steps(ctx, self.cancel)
+        while True:
+            if self.h.gone():
+                self.cancel.set()
+            try:
+                with self.serving(len(ctx)):  # the index the next decision will have
+                    step = next(steps)
+            except ClientGone:
+                self.commit(ctx)  # lets go of the session; every step so far is kept
+                self.server.store.audit(self.user, self.sid, "cancelled", "the client went away")
+                return
+            except Exception as e:  # the brain failed to think (a bug, a model server down)
+                self.server.log(f"{self.sid}: the brain failed: {type(e).__name__}: {e}")
+                self.server.store.audit(self.user, self.sid, "brain failed", type(e).__name__)
+                self.commit(ctx)
+                self.event("error", {"error": "the brain failed; the notebook keeps every step so far"})
+                return
+            ctx = step.context
+            jti = secrets.token_urlsafe(16) if step.stop == PAUSED else None
+            if not self.commit(ctx, lease=not step.stop, jti=jti):
+                steps.close()
+                return self.lost()
+            if step.result is not None:
+                self.tool_call(ctx)
+            name, data = self.describe(step, jti)
+            if name and not self.event(name, data):
+                self.cancel.set()
+            if step.stop:
+                return
+
+    @contextlib.contextmanager
+    def serving(self, call: int):
+        """While a step runs: the tool call's identity (CALL), and where thinking goes."""
+        tokens = CALL.set(f"{self.sid}/{call}"), SERVING.set(self)
+        try:
+            yield
+        finally:
+            CALL.reset(tokens[0])
+            SERVING.reset(tokens[1])
+
+    def commit(self, ctx: Context, lease: bool = False, jti: str | None = None) -> bool:
+        """Save the notebook, holding the session (lease) or letting it go; False if we lost it."""
+        until = time.time() + self.server.lease if lease else 0.0
+        self.version = self.server.store.save(self.sid, ctx, self.version, lease_until=until, jti=jti)
+        return self.version is not None
+
+    def lost(self) -> None:
+        self.event("error", {"error": "the session was taken over by another run; stopped"})
+
+    def tool_call(self, ctx: Context) -> None:
+        result, at = ctx.last(), len(ctx) - (3 if ctx[-2].kind == "verdict" else 2)
+        self.server.store.audit(self.user, self.sid, "tool call",
+                                f"{result.name} (call {at})" + (" failed" if result.error else ""))
+
+    def describe(self, step, jti: str | None) -> tuple[str | None, dict]:
+        """The event for a Step: its name and its data (no name: nothing to say yet)."""
+        ctx = step.context
+        if step.stop == PAUSED:
+            return "approval_required", self.ask(ctx, jti)
+        if step.stop == DONE:
+            return "done", {"answer": ctx.last().content}
+        if step.stop == OUT_OF_STEPS:
+            return "out_of_steps", {"note": ctx.last().content}
+        if step.stop is not None:
+            return "cancelled", {}
+        if step.result is not None:
+            return "result", result_of(ctx)
+        if step.action.tool is None:
+            return "no_move", {"note": ctx.last().content, "at": len(ctx) - 1}
+        return None, {}  # a decision that waits for a human: the next Step says so
+
+    def ask(self, ctx: Context, jti: str) -> dict:
+        """A signed approval token for the waiting decision, bound to it and to this user."""
+        decision, now = ctx.last(), int(time.time())
+        claims = {"sub": self.user, "sid": self.sid, "call": len(ctx) - 1,
+                  "args": args_hash(decision.args), "jti": jti, "iat": now,
+                  "exp": now + self.server.token_ttl}
+        self.server.store.audit(self.user, self.sid, "approval requested",
+                                f"{decision.tool} {decision.args}")
+        return {"tool": decision.tool, "args": json.loads(decision.args), "call": len(ctx) - 1,
+                "approval_token": sign(claims, self.server.secret)}
+
+    def event(self, name: str, data: dict) -> bool:
+        """Send one server-sent event; False if the client has gone."""
+        try:
+            self.h.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+            return True
+        except OSError:
+            return False
+
+
+def result_of(ctx: Context) -> dict:
+    """The `result` event for a notebook that ends with a tool's note."""
+    result, before = ctx[-1], ctx[-2]  # before: the decision, or the verdict on it
+    decision = ctx[-3] if before.kind == "verdict" else before
+    return {"tool": result.name, "args": before.args, "reasoning": decision.content,
+            "content": result.content, "error": result.error, "at": len(ctx) - 1}
+
+
+# ----------------------------------------------------------------------------
+# the routes: (handler, user, session id, body) each
+
+def create(h: "Handler", user: str, body: bytes) -> None:
+    parse(body, {})
+    sid = secrets.token_urlsafe(16)  # 128 random bits: unguessable
+    h.server.store.create(sid, user, Context())
+    h.server.store.audit(user, sid, "created")
+    h.reply(201, {"id": sid})
+
+
+def show(h: "Handler", user: str, sid: str, body: bytes) -> None:
+    s = session(h.server, user, sid)
+    pending = approval.waiting(s.context) if s.jti else None  # asked for, with a token
+    h.reply(200, {"id": sid, "notebook": json.loads(to_json(s.context)), "running": running(s),
+                  "pending": pending and {"tool": pending.tool, "args": json.loads(pending.args),
+                                          "call": len(s.context) - 1}})
+
+
+def picture(h: "Handler", user: str, sid: str, body: bytes) -> None:
+    """The notebook drawn as a sequence diagram (microagent.picture): SVG, every text escaped."""
+    svg = draw(session(h.server, user, sid).context).svg.encode()
+    h.send(200, {"Content-Type": "image/svg+xml; charset=utf-8", "Content-Length": len(svg),
+                 "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'",
+                 "X-Content-Type-Options": "nosniff"}, svg)
+
+
+def messages(h: "Handler", user: str, sid: str, body: bytes) -> None:
+    text = parse(body, {"text": str})["text"]
+    if not (text.strip() and len(text) <= MAX_TEXT):
+        raise Refused(400, f'"text" must hold 1 to {MAX_TEXT} characters, not only spaces')
+    s = driving(h.server, user, sid)
+    if len(s.context) and h.server.agent.why_stop(s.context) == PAUSED:
+        raise Refused(409, "this session waits for a verdict: POST /approvals "
+                           "(or /resume for a new token, or to carry out a verdict given)")
+    Stream(h, user, sid, s.version).run(s.context.add(Message(USER, text)))
+
+
+def resume(h: "Handler", user: str, sid: str, body: bytes) -> None:
+    parse(body, {})
+    s = driving(h.server, user, sid)
+    if not any(m.kind == "question" for m in s.context):
+        raise Refused(409, "nothing to resume: send a message first")
+    Stream(h, user, sid, s.version).run(s.context)
+
+
+def approvals(h: "Handler", user: str, sid: str, body: bytes) -> None:
+    data = parse(body, {"approval_token": str, "approve": bool}, {"reason": str, "args": dict})
+    yes = data["approve"]
+    if ("reason" if yes else "args") in data:  # a yes has no reason, a no no arguments
+        raise Refused(400, 'a yes may carry "args" (edited arguments), a no a "reason"; '
+                           "not the other way")
+    s = driving(h.server, user, sid)
+    try:
+        claims = verify(data["approval_token"], h.server.secret, time.time())
+    except ValueError as e:
+        raise Refused(403, str(e)) from None
+    decision = approval.waiting(s.context) if s.jti else None
+    if decision is None:
+        raise Refused(409, "nothing waits for approval on this session: the token was used, "
+                           "or the run moved on")
+    bound = {"sub": user, "sid": sid, "call": len(s.context) - 1,
+             "args": args_hash(decision.args), "jti": s.jti}
+    wrong = [claim for claim, value in bound.items() if claims.get(claim) != value]
+    if wrong:
+        raise Refused(403, f"the approval token is not for this {BOUND[wrong[0]]}")
+    said = {"args": data.get("args")} if yes else {"reason": data.get("reason", "no reason given")}
+    try:  # only the verdict is written here; the Stream carries it out once it is saved
+        ctx = approval.verdict(s.context, h.server.agent.tools[decision.tool], yes, by=user, **said)
+    except ValueError as e:  # edited arguments that don't fit the tool
+        raise Refused(400, str(e)) from None
+    v = ctx.last()
+    Stream(h, user, sid, s.version).run(ctx, audit=("approved", f"{v.tool} {v.args}") if yes
+                                        else ("denied", f"{v.tool}: {v.content}"))
+
+
+ROUTES = {("GET", ""): show, ("GET", "picture"): picture, ("POST", "messages"): messages,
+          ("POST", "approvals"): approvals, ("POST", "resume"): resume}
+NO_ROUTE = ("no such route; the routes are POST /sessions, GET /sessions/{id}, "
+            "GET /sessions/{id}/picture, and POST /sessions/{id}/messages, /approvals or /resume")
+BOUND = {"sub": "user", "sid": "session", "call": "tool call", "args": "tool call's arguments",
+         "jti": "approval request (a newer token replaced it)"}
+
+
+def session(server: "Server", user: str, sid: str) -> Session:
+    s = server.store.load(sid)
+    if s is None or s.owner != user:  # another user's session looks exactly like a missing one
+        raise Refused(404, "no such session")
+    return s
+
+
+def running(s: Session) -> bool:
+    return s.lease_until > time.time()
+
+
+def driving(server: "Server", user: str, sid: str) -> Session:
+    """The session, for a request that drives its loop: rate-limited, never two runs at once."""
+    wait = server.limit(user)
+    if wait:
+        raise Refused(429, "too many runs: wait and try again", {"Retry-After": math.ceil(wait)})
+    s = session(server, user, sid)
+    if running(s):
+        raise Refused(409, "a run is streaming on this session: wait for it to end")
+    return s
+
+
+# ----------------------------------------------------------------------------
+# the server, and the HTTP plumbing: a request from the socket to a route and back
+
+class Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True  # a stuck client never keeps the process alive
+    request_queue_size = 128  # connections waiting to be accepted (socketserver's 5 resets a crowd)
+
+    def __init__(self, office, db: str, users: dict[str, str], secret: bytes, *, port: int = 0,
+                 token_ttl: int = 600, lease: float = 30.0, timeout: float = 10.0,
+                 rate: tuple[float, int] = (1.0, 20), quiet: bool = False):
+        """Serve `office(db) -> Agent` on 127.0.0.1:port to `users` (name -> bearer token)."""
+        if not (isinstance(secret, bytes) and len(secret) >= 32):
+            raise ValueError("the signing secret must be at least 32 random bytes "
+                             "(secrets.token_bytes(32))")
+        super().__init__(("127.0.0.1", port), Handler)
+        self.store, self.users, self.secret, self.quiet = Store(db), users, secret, quiet
+        self.token_ttl, self.lease, self.client_timeout = token_ttl, lease, timeout  # seconds
+        self.limit = rate_limit(*rate)
+        agent = office(db)
+        # every tool hidden: a tool's exception text goes to this server's log, never to a client
+        tools = [hiding(t, self.report, "the tool failed") for t in agent.tools.values()]
+        self.agent = Agent(agent.policy, tools, agent.max_steps, name=agent.name)
+
+    def user(self, authorization: str) -> str:
+        """Whose bearer token this is; 401 if nobody's."""
+        token = authorization.removeprefix("Bearer ")
+        for name, known in self.users.items():  # compare_digest: its time says nothing of the token
+            if token != authorization and hmac.compare_digest(token.encode(), known.encode()):
+                return name
+        raise Refused(401, "send Authorization: Bearer <token>, with a token this server knows",
+                      {"WWW-Authenticate": "Bearer"})
+
+    def log(self, text: str) -> None:
+        if not self.quiet:
+            print(text, file=sys.stderr, flush=True)
+
+    def report(self, error: Exception) -> None:
+        self.log(f"{CALL.get('?')}: a tool failed: {type(error).__name__}: {error}")
+
+
+# the page for the person who approves, beside this file: path -> (file, type)
+PAGE = {"/": ("page.html", "text/html"), "/page.js": ("page.js", "text/javascript"),
+        "/page.css": ("page.css", "text/css")}
+# its script only from its file; blob: the run's picture, fetched with the token, as an image
+CSP = ("default-src 'self'; script-src 'self'; img-src 'self' blob:; object-src 'none'; "
+       "base-uri 'none'; frame-ancestors 'none'")
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    server: Server
+    disable_nagle_algorithm = True  # each event goes out as it is written, not 40 ms later
+
+    def setup(self):
+        self.timeout = self.server.client_timeout  # a client that stalls mid-request is dropped
+        super().setup()
+        # subtle: that timeout restarts with every byte, so a client that trickles its request
+        # in a byte at a time would hold this thread for ever; the whole request has a deadline
+        self.deadline = threading.Timer(self.server.client_timeout, self.hang_up)
+        self.deadline.start()
+
+    def hang_up(self) -> None:
+        """The request is not whole in time: close the connection under the thread reading it."""
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
+
+    def finish(self):
+        self.deadline.cancel()
+        super().finish()
+
+    def log_message(self, format, *args):
+        self.server.log(f"{self.address_string()} {format % args}")
+
+    def do_GET(self):
+        self.route("GET")
+
+    def do_POST(self):
+        self.route("POST")
+
+    def route(self, method: str) -> None:
+        user = sid = None
+        self.streaming = False  # once a stream has begun, a failure can only end it
+        try:
+            body = read_body(self) if method == "POST" else b""
+            self.deadline.cancel()  # the request is whole: what follows may take as long as the run
+            if method == "GET" and self.path in PAGE:  # no token: the page asks the person for one
+                return self.page(*PAGE[self.path])
+            user = self.server.user(self.headers.get("Authorization", ""))
+            path = self.path.split("?")[0].split("/")[1:]  # "/sessions/{id}/x" -> [sessions, id, x]
+            if (method, path) == ("POST", ["sessions"]):
+                return create(self, user, body)
+            route = ROUTES.get((method, path[2] if len(path) == 3 else ""))
+            if not (path[:1] == ["sessions"] and len(path) in (2, 3) and route):
+                raise Refused(404, NO_ROUTE)
+            sid = path[1]
+            route(self, user, sid, body)
+        except Refused as r:
+            self.server.store.audit(user, sid, f"refused {r.status}", r.message)
+            self.reply(r.status, {"error": r.message}, r.headers)
+        except TimeoutError:  # the body never came: drop this client; the others are served
+            self.server.store.audit(user, sid, "timed out",
+                                    f"no whole request in {self.server.client_timeout}s")
+            self.close_connection = True
+        except Exception as e:  # a bug, or a notebook in the database that breaks the invariants
+            self.server.log(f"{sid}: {type(e).__name__}: {e}")
+            self.close_connection = True
+            if not self.streaming:
+                self.reply(500, {"error": "the server failed; the details went to its log"})
+
+    def send(self, status: int, headers: dict, payload: bytes = b"") -> None:
+        """The one place an answer is written: status, headers, then the payload."""
+        self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name, str(value))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def reply(self, status: int, data: dict, headers: dict | None = None) -> None:
+        payload = json.dumps(data).encode()
+        self.send(status, {"Content-Type": "application/json", "Content-Length": len(payload),
+                           **(headers or {})}, payload)
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None):
+        """What http.server refuses itself (a broken request line, an unknown method) is JSON too."""
+        self.close_connection = True
+        self.reply(code, {"error": message or self.responses.get(code, ("refused",))[0]})
+
+    def page(self, name: str, kind: str) -> None:
+        """A file of the page, with headers that let the browser run no script but its own file."""
+        with open(os.path.join(os.path.dirname(__file__), name), "rb") as f:
+            payload = f.read()
+        self.send(200, {"Content-Type": f"{kind}; charset=utf-8", "Content-Length": len(payload),
+                        "Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff"}, payload)
+
+    def gone(self) -> bool:
+        """Has the client closed its side? Its request was read whole, so a socket with
+        something to read is at its end."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:  # reset by the client
+            return True
+
+
+# ----------------------------------------------------------------------------
+# request hygiene: a whole body of known size, strict JSON, known fields, a rate limit
+
+class Refused(Exception):
+    """A request the server turns down: its status, and a message that says what to do."""
+
+    def __init__(self, status: int, message: str, headers: dict | None = None):
+        super().__init__(message)
+        self.status, self.message, self.headers = status, message, headers or {}
+
+
+def read_body(h: Handler) -> bytes:
+    if "Transfer-Encoding" in h.headers:
+        raise Refused(411, "send the body with a Content-Length, not chunked")
+    sizes = h.headers.get_all("Content-Length", ["0"])
+    if len(sizes) != 1 or not re.fullmatch("[0-9]{1,12}", sizes[0]):  # "²".isdigit() is True
+        raise Refused(400, "send one Content-Length: a whole number of bytes")
+    size = int(sizes[0])
+    if size > MAX_BODY:
+        h.rfile.read(min(size, 1 << 20))  # read some, so the client hears the answer
+        raise Refused(413, f"the body is over {MAX_BODY} bytes")
+    body = h.rfile.read(size)
+    if len(body) < size:  # the connection closed (or was closed: too slow) before it was whole
+        raise TimeoutError
+    return body
+
+
+def parse(body: bytes, required: dict, optional: dict | None = None) -> dict:
+    """The request's JSON object, read strictly (microagent.tool.read_json: a key given
+    twice, NaN, 1e999), no deeper than MAX_DEPTH, no lone surrogates, known fields only."""
+    try:
+        data = read_json(body.decode("utf-8") or "{}")
+        _plain(data, 0)
+    except ValueError as e:  # UnicodeDecodeError and UnicodeEncodeError are ValueErrors too
+        raise Refused(400, f"the body is not valid JSON (one object, in UTF-8): {e}") from None
+    fields = {**required, **(optional or {})}  # name -> type
+    if not isinstance(data, dict):
+        raise Refused(400, f"the body must be a JSON object with {', '.join(fields) or 'no fields'}")
+    for name in fields.keys() & data.keys():
+        if type(data[name]) is not fields[name]:  # `is`, since True is an int in Python
+            raise Refused(400, f'"{name}" must be a JSON {JSON_TYPES[fields[name]]}')
+    missing, unknown = required.keys() - data.keys(), data.keys() - fields.keys()
+    if missing or unknown:
+        raise Refused(400, f"missing {sorted(missing)}, unknown {sorted(unknown)}: "
+                           f"the fields are {list(fields)}")
+    return data
+
+
+JSON_TYPES = {str: "string", bool: "true or false", dict: "object"}
+
+
+def _plain(value, depth: int) -> None:
+    """Refuse JSON nested deeper than MAX_DEPTH, and strings that are not valid Unicode."""
+    if depth > MAX_DEPTH:
+        raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
+    if isinstance(value, str):
+        value.encode("utf-8")  # a lone surrogate ("\\ud800") raises here
+    if isinstance(value, dict):
+        value = [*value, *value.values()]  # keys and values alike
+    for item in value if isinstance(value, list) else ():
+        _plain(item, depth + 1)
+
+
+def rate_limit(per_second: float, burst: int):
+    """A token bucket per user, in this process's memory: take(user) -> seconds to wait (0: go)."""
+    buckets, lock = {}, threading.Lock()  # user -> (tokens left, when counted)
+
+    def take(user: str) -> float:
+        with lock:
+            now = time.monotonic()
+            left, then = buckets.get(user, (burst, now))
+            left = min(burst, left + (now - then) * per_second)
+            if left < 1:
+                return (1 - left) / per_second
+            buckets[user] = (left - 1, now)
+            return 0.0
+    return take
+
+
+# ----------------------------------------------------------------------------
+# the hosted refund office, and the command line
+
+def refund_office(db: str, policy=support_policy) -> Agent:
+    """microagent.demo's office, with a refund that waits for a human and pays once per call."""
+    return support_agent(policy, refund=ledger_refund(db))
+
+
+def ledger_refund(db: str) -> Tool:
+    """The refund, written into a ledger in the database, keyed by the tool call's identity."""
+    ledger = sqlite3.connect(db, timeout=30, isolation_level=None, check_same_thread=False)
+    ledger.execute("CREATE TABLE IF NOT EXISTS refunds (call TEXT PRIMARY KEY, order_id TEXT, "
+                   "amount REAL)")
+    lock = threading.Lock()  # the server's threads share the connection, a statement pair at a time
+
+    @as_tool(needs_approval=True)
+    def issue_refund(order_id: str, amount: float) -> str:
+        """Refund an amount in dollars to the card the order was paid with."""
+        call = CALL.get(None)
+        if call is None:
+            raise RuntimeError("the hosted refund runs where microagent.host.CALL is set "
+                               "to the tool call's identity (the host sets it around each step)")
+        # keyed by the tool call, so a call run again after a crash hands back its first receipt
+        with lock:
+            ledger.execute("INSERT OR IGNORE INTO refunds VALUES (?, ?, ?)", (call, order_id, amount))
+            [(n, paid)] = ledger.execute("SELECT rowid, amount FROM refunds WHERE call = ?",
+                                         (call,)).fetchall()
+        return f"${paid:g} refunded to the original card (receipt R{n})"
+    return issue_refund
+
+
+def llm_office(model: str, base_url: str, api_key: str | None = None):
+    """The refund office with microagent.llm's brain, its words streamed as `thinking` events."""
+    def office(db: str) -> Agent:
+        brain = chat_policy(model, base_url, api_key=api_key, on_text=thinking, send=hardened(),
+                            system="You answer customers' questions about orders and refunds.")
+        return refund_office(db, policy=brain)
+    return office
+
+
+def secret_from(path: str) -> bytes:
+    """The signing secret: $MICROAGENT_HOST_SECRET, else the file at `path` (made 0600 if missing)."""
+    if os.environ.get("MICROAGENT_HOST_SECRET"):
+        return os.environ["MICROAGENT_HOST_SECRET"].encode()
+    with contextlib.suppress(FileExistsError):
+        with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f:
+            f.write(secrets.token_bytes(32))
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def users_from(path: str) -> dict[str, str]:
+    """The users (name -> bearer token) in a JSON file; a new file with alice and bob if missing."""
+    with contextlib.suppress(FileExistsError):
+        with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
+            json.dump({name: secrets.token_urlsafe(24) for name in ("alice", "bob")}, f, indent=1)
+    with open(path) as f:
+        users = json.load(f)
+    if not (isinstance(users, dict) and all(isinstance(v, str) and len(v) >= 16
+                                            for v in users.values())):
+        raise SystemExit(f"{path} must be a JSON object: user name -> bearer token "
+                         "(16 characters or more)")
+    return users
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m microagent.host",
+                                description=__doc__.splitlines()[0])
+    p.add_argument("--db", default="microagent-host.db",
+                   help="the sqlite file: sessions, audit trail, refunds")
+    p.add_argument("--users", default="microagent-users.json", help="JSON: user name -> bearer token")
+    p.add_argument("--secret-file", help="the signing secret (default: the db's name + .secret); "
+                   "$MICROAGENT_HOST_SECRET wins over it")
+    p.add_argument("--port", type=int, default=8000, help="0: any free port")
+    p.add_argument("--office", help="module:function, a function (db path) -> Agent to host instead")
+    p.add_argument("--model", help="the refund office with microagent.llm's brain: the model's name")
+    p.add_argument("--base-url", default="http://localhost:11434/v1", help="with --model: the server")
+    p.add_argument("--api-key-env", help="with --model: the environment variable with the API key")
+    p.add_argument("--lease", type=float, default=30.0, help="seconds a killed server keeps a session")
+    p.add_argument("--token-ttl", type=int, default=600, help="seconds an approval token lives")
+    p.add_argument("--rate", type=float, nargs=2, default=(1.0, 20), metavar=("PER_SECOND", "BURST"),
+                   help="runs a user may start: a burst, then so many a second")
+    p.add_argument("--timeout", type=float, default=10.0,
+                   help="seconds a client may take to send a request")
+    p.add_argument("--audit", action="store_true", help="print the audit trail and exit")
+    o = p.parse_args(argv)
+    if o.audit:
+        for row in Store(o.db).trail():
+            print(" | ".join("-" if v is None else str(v) for v in row))
+        return
+    office = refund_office
+    if o.office:
+        module, _, function = o.office.partition(":")
+        office = getattr(importlib.import_module(module), function)
+    elif o.model:
+        key = os.environ.get(o.api_key_env) if o.api_key_env else None
+        if o.api_key_env and not key:
+            raise SystemExit(f"--api-key-env {o.api_key_env}: that environment variable is not set")
+        office = llm_office(o.model, o.base_url, api_key=key)
+    server = Server(office, o.db, users_from(o.users), secret_from(o.secret_file or o.db + ".secret"),
+                    port=o.port, token_ttl=o.token_ttl, lease=o.lease, timeout=o.timeout,
+                    rate=(o.rate[0], int(o.rate[1])))
+    print(f"serving on http://127.0.0.1:{server.server_address[1]} (database {o.db}); "
+          f"the users' bearer tokens are in {o.users}", flush=True)
+    with contextlib.suppress(KeyboardInterrupt):
+        server.serve_forever()
