@@ -11,6 +11,7 @@ shows the difference and says why.
 """
 
 import contextlib
+import dataclasses
 import io
 
 import pytest
@@ -157,7 +158,7 @@ def test_the_articles_note_and_notebook_work_the_same_on_the_library():
         assert (empty.messages, empty.last()) == ((), None)
         assert len(two.messages) == 2 and two.last() == note and one.last().content == "Where is A1234?"
         assert (note.role, note.content, note.name) == ("tool", "A1234, Wireless Headphones, $79", "look_up_order")
-        with pytest.raises(Exception):  # written in pen, in both
+        with pytest.raises(dataclasses.FrozenInstanceError):  # written in pen, in both
             note.content = "changed"
 
 
