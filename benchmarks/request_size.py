@@ -2,28 +2,27 @@
 
     python benchmarks/request_size.py            # native tool calls, then JSON mode
 
-The refund office is driven through the LLM brain against the tests' stand-in model
-server on 127.0.0.1, which replays a scripted model (three tool calls, then the answer
-in words) and keeps every request it is sent. The office is the one the frameworks in
-the README's table were measured with: a 24-byte instruction and three tool functions
-with Google-style docstrings. For each request it prints its bytes as sent, the bytes
-of its tools array, the share of it that is new (the rest repeats the request before,
-byte for byte from the start), and the share of the request before that it so repeats
-(what a server's prompt cache can reuse). No model, no network beyond this machine.
+The refund office is driven through the LLM brain against the stand-in model server on
+127.0.0.1 (microagent.transport.stand_in), which replays a scripted model (three tool
+calls, then the answer in words). The office is the one the frameworks in the README's
+table were measured with: a 24-byte instruction and three tool functions with
+Google-style docstrings. The bytes are caught at the brain's one seam: a `send` that
+keeps each body as it goes on the wire, then hands it to the book's `post`. For each
+request it prints its bytes, the bytes of its tools array, the share of it that is new
+(the rest repeats the request before, byte for byte from the start), and the share of
+the request before that it so repeats (what a server's prompt cache can reuse). No
+model, no network beyond this machine.
 """
 
 import json
 import os
-import pathlib
-import sys
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
-from llm_server import reply, serve  # noqa: E402  (the tests' stand-in server)
-
-from microagent import Agent, as_tool, final_answer  # noqa: E402
-from microagent.demo import ORDERS, QUESTION  # noqa: E402
-import microagent.llm as llm  # noqa: E402
-from microagent.llm import chat_policy  # noqa: E402
+from microagent.agent import Agent
+from microagent.demo import ORDERS, QUESTION
+from microagent.llm import chat_policy, post
+from microagent.schema import as_tool
+from microagent.tool import final_answer
+from microagent.transport.stand_in import reply, serve
 
 INSTRUCTION = "You are a support agent."  # 24 bytes
 
@@ -74,21 +73,15 @@ def script(native: bool) -> list[dict]:
 def measure(native: bool) -> list[tuple[int, int, float, float]]:
     """For each request of the run: its bytes, its tools array's bytes, the share of it that
     repeats the request before from the start, and the share of the request before so repeated."""
-    server = serve(script(native))
     sent = []
-    real_open = llm._OPENER.open
 
-    def keep(request, *args, **kwargs):  # the bytes exactly as they go on the wire
-        sent.append(request.data)
-        return real_open(request, *args, **kwargs)
-    llm._OPENER.open = keep
-    try:
-        agent = Agent(chat_policy("stand-in", server.url, native_tools=native, stream=False),
-                      [look_up_order, check_policy, issue_refund, final_answer], system=INSTRUCTION)
-        agent.answer(QUESTION)
-    finally:
-        llm._OPENER.open = real_open
-        server.close()
+    def keeping(url, body, headers):  # the bytes exactly as they go on the wire
+        sent.append(body)
+        return post(url, body, headers)
+    with serve(script(native)) as server:
+        brain = chat_policy("stand-in", server.url, system=INSTRUCTION, native=native, stream=False,
+                            send=keeping)
+        Agent(brain, [look_up_order, check_policy, issue_refund, final_answer]).run(QUESTION)
     rows, before = [], b""
     for data in sent:
         tools_bytes = 0
@@ -96,7 +89,7 @@ def measure(native: bool) -> list[tuple[int, int, float, float]]:
             text = data.decode()
             start = text.index("[", text.index('"tools":'))
             tools_bytes = len(text[start:json.JSONDecoder().raw_decode(text, start)[1]].encode())
-        same = len(os.path.commonprefix([before, data]))  # bytes from the start that repeat the request before
+        same = len(os.path.commonprefix([before, data]))  # bytes from the start that repeat the one before
         rows.append((len(data), tools_bytes, same / len(data), same / len(before) if before else 0.0))
         before = data
     return rows

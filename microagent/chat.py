@@ -1,65 +1,74 @@
-"""The chat completions wire format: a notebook as chat messages, a model's reply as Actions.
+"""The chat completions wire format: a notebook as a request, a reply as an Action.
 
 Almost every model server speaks the OpenAI-compatible chat completions API. These
 plain functions are the whole translation, with no HTTP in sight, so each can be read
 and tested alone (microagent.llm sends what they make, and reads what comes back):
 
-    to_request(ctx, tools, model)   the notebook as chat messages, the tools as function specs
-    to_actions(message)             the model's reply as Actions
+    to_request(ctx, tools, model)    the notebook as chat messages, the tools as specs
+    to_action(message, tools)        the model's reply message as the next move
 
-    notebook                          on the wire
-    system note, question             {"role": "system"}, {"role": "user"}
-    decision note (the n-th)          {"role": "assistant", "content": "", "tool_calls": [{"id": "call_n", ...}]}
-    result note                       {"role": "tool", "tool_call_id": "call_n", "content": ...}
-    a human's verdict                 folded into the result: "approved by alice with {...}: ..."
-    out-of-steps note                 {"role": "assistant", "content": ...}
-    a reply that held no move         what the model wrote, as it wrote it, then a user note: "error: ..."
-    a reply in words (the answer)     the words, as the model wrote them
-    a move read in JSON mode          the move as compact JSON, not the model's own text (the notebook keeps no raw text)
+    a note                  on the wire
+    system note, question   {"role": "system"}, {"role": "user"}
+    the n-th decision       {"role": "assistant", "content": why, "tool_calls": [call_n]}
+    its result              {"role": "tool", "tool_call_id": "call_n", "content": ...}
+    a verdict               inside the result: "approved by alice with {...}: ..."
+    a remark                {"role": "assistant", "content": ...}
+    a no_move               {"role": "user", "content": "error: " + what was wrong}
+    an answer in words      the words, as the assistant's content (see below)
+    native=False            a move as compact JSON text; a result: "add returned: 5"
 
-    reply                             Actions
-    tool calls                        one Action per call, in order, arguments as the raw JSON text
-    words and no tool call            Action("final_answer", {"answer": words}): the run ends
-    nothing, or cut off               no_move(what it wrote, the problem): an error note next turn
+    a reply                 the Action
+    tool calls              the first call, its arguments as the raw JSON text
+    words, and no call      the first terminal tool, called with the words
+    nothing, or unreadable  Action(None, reasoning=what was wrong): a no_move note
 
-For a model without native tool calling, `native=False` describes the tools in the
-prompt and reads one JSON object per turn instead (`read_move`); `move_schema` is
-the JSON Schema of such a move, for servers that can hold a model to a schema.
+One move a reply: the loop makes one move a turn, so when a model asks for two calls
+at once, the first is made and the others are dropped. The model reads what its first
+call returned and asks again for what it still needs. (Keeping the others for later
+would be state outside the notebook, lost when a run pauses or is saved in between.)
 
-The one rule: nothing the loop wrote on the model's behalf goes back as if the model
-wrote it. The model's own text goes back unchanged for a reply in words and for a
-reply that held no move; a JSON-mode move that was read goes back rewritten, as
-compact JSON, since the notebook keeps the move and not the text around it. It leaves out: images and audio, several choices per reply, and the HTTP.
-"""  # noqa: E501 (the wire format, as it is)
+A reply in words already is the answer, so the first terminal tool (final_answer) is
+not shown to the model (unless `tool_choice` forces a call every turn), and its calls go
+back as the words they answered with. A model without native tool calls gets
+`native=False`: the tools are described in the system prompt, and it replies with one
+JSON object a turn (`read_move`), or answers in words.
+
+The one rule: a request is made from the notebook and the settings alone, so the same
+notebook always makes the same bytes, and each request starts with the whole of the one
+before (a server's prompt cache reuses it). It leaves out images and audio, several
+choices per reply, and the HTTP.
+"""
 
 import json
 import re
+from collections.abc import Mapping
 
 from microagent.context import Context
-from microagent.message import Message
 from microagent.policy import Action
 from microagent.tool import Tool
 
-IN_WORDS = "(a reply in words: the final answer)"  # the reasoning written for such a reply
-MOVE = 'reply with one JSON object with a tool: {"tool": ..., "args": {...}, "reasoning": ...}'
-COMPACT = (",", ":")  # JSON with no space after a comma or a colon: every byte is paid for, every turn
-SECTIONS = ("Args:", "Arguments:", "Parameters:", "Returns:", "Raises:", "Examples:", "Example:", "Note:")  # docstring
+MOVE = 'reply with one JSON object: {"tool": ..., "args": {...}, "reasoning": ...}'
+COMPACT = (",", ":")  # no space after a comma or a colon: each byte costs, each turn
+ARGS = ("Args:", "Arguments:", "Parameters:")  # docstring sections that name parameters
+SECTIONS = ARGS + ("Returns:", "Raises:", "Examples:", "Example:", "Note:")
 
 # --- the notebook as a request ---------------------------------------------------------
 
+
 def tool_spec(tool: Tool) -> dict:
-    """A tool as the function spec a model is shown: its summary, and each parameter's own description.
+    """A tool as the function spec a model is shown: its summary, and its parameters.
 
     >>> from microagent.tool import final_answer
-    >>> tool_spec(final_answer)["function"]["parameters"]
-    {'type': 'object', 'properties': {'answer': {'type': 'string'}}, 'required': ['answer']}
+    >>> tool_spec(final_answer)["function"]["parameters"]["properties"]
+    {'answer': {'type': 'string'}}
     """
     summary, parameters = described(tool)
-    return {"type": "function", "function": {"name": tool.name, "description": summary, "parameters": parameters}}
+    return {"type": "function", "function": {
+        "name": tool.name, "description": summary, "parameters": parameters}}
 
 
 def described(tool: Tool) -> tuple[str, dict]:
-    """A tool's summary, and its schema with a description for each parameter its docstring's `Args:` names.
+    """A tool's summary, and its schema with a description for each parameter in `Args:`.
 
     A docstring with no `Args:` (or `Returns:`, ...) section is the summary, whole.
 
@@ -74,138 +83,156 @@ def described(tool: Tool) -> tuple[str, dict]:
     ...         amount (float): In dollars.
     ...     '''
     >>> summary, schema = described(refund)
-    >>> summary, schema["properties"]
-    ('Refund an order.', {'order_id': {'type': 'string', 'description': "The order's id, like A1234."}, \
-'amount': {'type': 'number', 'description': 'In dollars.'}})
+    >>> summary, schema["properties"]["order_id"]["description"]
+    ('Refund an order.', "The order's id, like A1234.")
     """
     lines = tool.description.splitlines()
-    heads = [i for i, line in enumerate(lines) if line.strip() in SECTIONS] + [len(lines)]
+    heads = [i for i, line in enumerate(lines) if line.strip() in SECTIONS]
+    heads.append(len(lines))
     if len(heads) == 1:
         return tool.description, tool.schema
-    props, said, name = tool.schema["properties"], {}, None  # said: parameter -> its description
+    props, said, name = tool.schema["properties"], {}, None  # said: parameter -> words
     for head, end in zip(heads[:-1], heads[1:], strict=True):
-        if lines[head].strip() not in ("Args:", "Arguments:", "Parameters:"):
+        if lines[head].strip() not in ARGS:
             continue
         for line in lines[head + 1:end]:
+            # "name: what it is", or "name (type): what it is"
             found = re.match(r"\s+(\w+)\s*(?:\([^)]*\))?:\s*(.*)", line)
-            if found and found.group(1) in props:  # "name: what it is", or "name (type): what it is"
+            if found and found.group(1) in props:
                 name = found.group(1)
                 said[name] = found.group(2)
-            elif name is not None and line.strip():  # a description goes on over the next lines
+            elif name is not None and line.strip():  # a description goes on below
                 said[name] += " " + line.strip()
-    summary = "\n".join(lines[:heads[0]]).strip() or tool.description  # a docstring that starts with Args:
-    return summary, {**tool.schema, "properties": {n: {**s, "description": said[n]} if n in said else s
-                                                   for n, s in props.items()}}
+    summary = "\n".join(lines[:heads[0]]).strip() or tool.description
+    props = {n: {**s, "description": said[n]} if n in said else s
+             for n, s in props.items()}
+    return summary, {**tool.schema, "properties": props}
 
 
-def to_messages(ctx: Context, native: bool = True) -> list[dict]:
+def to_messages(ctx: Context, native: bool = True, in_words=()) -> list[dict]:
     """The notebook as chat messages; the n-th decision's call gets the id call_n.
 
+    A call of a tool named in `in_words` goes back as the words it answered with.
+
     >>> from microagent.message import Message
-    >>> ctx = Context((Message("user", "2 + 3?"), Message("assistant", "", tool="add", args='{"a": 2, "b": 3}'),
+    >>> ctx = Context((Message("user", "2 + 3?"),
+    ...                Message("assistant", "", tool="add", args='{"a": 2, "b": 3}'),
     ...                Message("tool", "5", name="add")))
-    >>> for m in to_messages(ctx): print(m)
+    >>> for m in to_messages(ctx): print(m)  # doctest: +NORMALIZE_WHITESPACE
     {'role': 'user', 'content': '2 + 3?'}
-    {'role': 'assistant', 'content': '', 'tool_calls': [{'id': 'call_1', 'type': 'function', 'function': {'name': 'add', 'arguments': '{"a": 2, "b": 3}'}}]}
+    {'role': 'assistant', 'content': '',
+     'tool_calls': [{'id': 'call_1', 'type': 'function',
+                     'function': {'name': 'add', 'arguments': '{"a": 2, "b": 3}'}}]}
     {'role': 'tool', 'tool_call_id': 'call_1', 'content': '5'}
-    """  # noqa: E501 (the wire format, as it is)
-    out, n, verdict = [], 0, ""
-    owed = None  # a decision the loop wrote for the model: the problem to tell it ("" for words)
+    """
+    out, n, verdict, words = [], 0, "", False  # words: the last decision was words
     for m in ctx:
-        if m.is_decision and (_problem(m) is not None or _words_of(m) is not None):
-            # subtle: the loop wrote this decision on the model's behalf. The model gets back
-            # what it really wrote, and then (for a reply with no move) what was wrong with it.
-            problem = _problem(m)
-            out.append({"role": "assistant", "content": _words_of(m) if problem is None else m.content})
-            owed = problem or ""
-        elif m.is_decision:
+        if m.kind == "decision":
+            verdict, words = "", m.tool in in_words
+        if m.kind == "decision" and words:
+            out.append({"role": "assistant", "content": _words(m)})
+        elif m.kind == "decision" and native:
             n += 1
-            if native:  # subtle: "content" is text even when empty: some servers refuse null
-                call = {"id": f"call_{n}", "type": "function", "function": {"name": m.tool, "arguments": m.args}}
-                out.append({"role": "assistant", "content": m.content, "tool_calls": [call]})
-            else:  # the move written back as the JSON object the model was asked for
-                move = {"tool": m.tool, "args": _parsed(m.args), "reasoning": m.content}
-                out.append({"role": "assistant", "content": json.dumps(move, ensure_ascii=False, separators=COMPACT)})
-        elif m.is_verdict:
-            # subtle: a human's verdict sits between a decision and its result in the notebook,
-            # but nothing may sit between a tool call and its result on the wire. So an approval
-            # travels inside the result, where the model sees what it asked and what was approved.
-            # A denial needs no help: its result note already says who denied it and why.
+            call = {"id": f"call_{n}", "type": "function",
+                    "function": {"name": m.tool, "arguments": m.args}}
+            # "content" is text even when empty: some servers refuse a null
+            out.append({"role": "assistant", "content": m.content, "tool_calls": [call]})
+        elif m.kind == "decision":  # the move as the JSON the model was asked for
+            move = {"tool": m.tool, "args": _parsed(m.args), "reasoning": m.content}
+            out.append({"role": "assistant", "content": _compact(move)})
+        elif m.kind == "verdict":
+            # nothing may sit between a call and its result on the wire, so a yes travels
+            # inside the result; a no needs no help: its result says who said no, and why
             verdict = "" if m.args is None else f"approved by {m.name} with {m.args}: "
-        elif m.is_result and owed is not None:  # words were the answer: no result, unless it failed
-            if owed or m.error:
-                out.append({"role": "user", "content": "error: " + (owed or m.content.removeprefix("error: "))})
-            owed = None
-        elif m.is_result:  # only the result travels, never an inner agent's notes
-            content, verdict = verdict + m.content, ""
-            out.append({"role": "tool", "tool_call_id": f"call_{n}", "content": content} if native
-                       else {"role": "user", "content": f"{m.name} returned: {content}"})
-        else:  # the system note, a question, an out-of-steps note: as they are
+        elif m.kind == "result" and words:  # the words were the answer: nothing to add,
+            if m.error:                       # unless it failed
+                out.append({"role": "user",
+                            "content": "error: " + m.content.removeprefix("error: ")})
+        elif m.kind == "result":  # only the result travels, never an inner agent's notes
+            said = verdict + m.content
+            if native:
+                out.append({"role": "tool", "tool_call_id": f"call_{n}",
+                            "content": said})
+            else:
+                out.append({"role": "user", "content": f"{m.name} returned: {said}"})
+        elif m.kind == "no_move":
+            out.append({"role": "user", "content": "error: " + m.content})
+        else:  # the system note, a question, a remark: as they are
             out.append({"role": m.role, "content": m.content})
     return out
 
 
-def json_rules(tools: tuple[Tool, ...]) -> str:
-    """The instructions that stand in for native tool calling: the tools, and one JSON object a turn."""
-    lines = ["You work by calling tools. Each turn, reply with exactly one JSON object and nothing else:",
-             '{"tool": "<a tool name>", "args": {<its arguments>}, "reasoning": "<why, in a few words>"}',
-             "Call final_answer to give your answer. The tools, with the JSON Schema of their arguments:"]
-    lines += [f"- {t.name}: {summary} {json.dumps(schema, ensure_ascii=False, separators=COMPACT)}"
-              for t in tools for summary, schema in [described(t)]]
+def json_rules(tools: Mapping[str, Tool]) -> str:
+    """The prompt that stands in for native tool calls: the tools, one JSON a turn."""
+    answer = _answer(tools)
+    lines = ["You work by calling tools. Each turn, reply with exactly one JSON object "
+             "and nothing else:",
+             '{"tool": "<tool name>", "args": {<its arguments>}, "reasoning": "<why>"}']
+    if answer is not None:
+        lines.append(f"Call {answer.name} to give your answer.")
+    lines.append("The tools, with the JSON Schema of their arguments:")
+    lines += [f"- {t.name}: {summary} {_compact(schema)}"
+              for t in tools.values() for summary, schema in [described(t)]]
     return "\n".join(lines)
 
 
-def move_schema(tools: tuple[Tool, ...]) -> dict:
-    """The JSON Schema of one move: one branch per tool, its name a constant, its arguments its own schema.
+def move_schema(tools: Mapping[str, Tool]) -> dict:
+    """The JSON Schema of one move: a branch per tool, its name a constant, its args.
 
     >>> from microagent.tool import final_answer
-    >>> move_schema((final_answer,))["anyOf"][0]["properties"]["tool"]
+    >>> move_schema({"final_answer": final_answer})["anyOf"][0]["properties"]["tool"]
     {'const': 'final_answer'}
     """
-    return {"anyOf": [{"type": "object",
-                       "properties": {"tool": {"const": t.name}, "args": t.schema, "reasoning": {"type": "string"}},
-                       "required": ["tool", "args", "reasoning"], "additionalProperties": False}
-                      for t in tools]}
+    return {"anyOf": [{"type": "object", "properties": {
+        "tool": {"const": t.name}, "args": t.schema, "reasoning": {"type": "string"}},
+        "required": ["tool", "args", "reasoning"], "additionalProperties": False}
+        for t in tools.values()]}
 
 
-def to_request(ctx: Context, tools: tuple[Tool, ...], model: str, *, temperature: float | None = 0.0,
-               stream: bool = False, native: bool = True, response_format: str | None = None,
-               **fields) -> dict:
-    """The JSON body of one chat completions request: the settings, the tools, then the whole notebook.
+def to_request(ctx: Context, tools: Mapping[str, Tool], model: str, *,
+               native: bool = True, stream: bool = False, system: str | None = None,
+               response_format: str | None = None, **fields) -> dict:
+    """The JSON body of one chat completions request: settings, tools, then the notebook.
 
-    It carries what the model needs and nothing else. With native tool calls a reply in
-    words already is the final answer, so final_answer is not sent, unless `tool_choice`
-    makes the model call a tool every turn. `response_format` ("json_schema" or
-    "json_object") sends the schema of a move when `native` is False; `fields`
-    (tool_choice, max_tokens, ...) are sent as given unless None.
+    `tools` is the agent's tools by name (agent.tools). `system` is a prompt sent first.
+    `response_format` ("json_schema", OpenAI's form, or "json_object", llama.cpp's) sends
+    the schema of a move, with `native=False`. `fields` (tool_choice, max_tokens,
+    temperature, ...) are sent as given, unless None.
     """
-    messages = to_messages(ctx, native)
-    if not native:  # the tools go into the system prompt instead
-        rules = json_rules(tools)
-        if messages and messages[0]["role"] == "system":
-            messages[0] = {"role": "system", "content": messages[0]["content"] + "\n\n" + rules}
-        else:
-            messages.insert(0, {"role": "system", "content": rules})
+    tools = _by_name(tools)
     choice = fields.get("tool_choice")
-    forced = choice == "required" or isinstance(choice, dict)  # a call every turn: final_answer is one
-    specs = [tool_spec(t) for t in tools if forced or t.name != "final_answer"] if native else []
+    forced = choice == "required" or isinstance(choice, dict)  # a call every turn
+    answer = _answer(tools)  # its calls go back as words, unless the model must call it
+    words = (answer.name,) if answer and not (native and forced) else ()
+    messages = to_messages(ctx, native, words)
+    head = [system] if system else []
+    if messages and messages[0]["role"] == "system":  # one system message, first
+        head.append(messages.pop(0)["content"])
+    if not native:
+        head.append(json_rules(tools))
+    if head:
+        messages.insert(0, {"role": "system", "content": "\n\n".join(head)})
+    specs = [tool_spec(t) for t in tools.values() if native and t.name not in words]
     body = {"model": model}
     if specs:
         body["tools"] = specs
     else:
-        fields.pop("tool_choice", None)  # there are no tools on the wire to choose from
-    if response_format == "json_schema":  # OpenAI's form
-        body["response_format"] = {"type": "json_schema", "json_schema": {"name": "move", "schema": move_schema(tools)}}
-    elif response_format == "json_object":  # the form llama.cpp's servers take
+        fields.pop("tool_choice", None)  # no tools on the wire to choose from
+    if response_format == "json_schema":
+        body["response_format"] = {"type": "json_schema", "json_schema": {
+            "name": "move", "schema": move_schema(tools)}}
+    elif response_format == "json_object":
         body["response_format"] = {"type": "json_object", "schema": move_schema(tools)}
-    if temperature is not None:  # None: the server's default (some models accept no other)
-        body["temperature"] = temperature
+    elif response_format is not None:
+        raise ValueError(f"response_format is json_schema, json_object or None, "
+                         f"not {response_format!r}")
+    if response_format is not None and native:
+        raise ValueError("response_format describes a move as JSON text: it goes with "
+                         "native=False")
     body.update({name: value for name, value in fields.items() if value is not None})
-    body["stream"] = stream
-    if stream:
-        body["stream_options"] = {"include_usage": True}  # so the last chunk counts the tokens
-    # subtle: the notebook goes last. It is the only part that grows, and only at its end, so each
-    # request starts with the whole of the one before, byte for byte: a server's prompt cache reuses it
+    if stream:  # and the last chunk counts the tokens
+        body.update(stream=True, stream_options={"include_usage": True})
+    # last: the notebook is the only part that grows, and only at its end
     body["messages"] = messages
     return body
 
@@ -214,115 +241,131 @@ def encoded(body: dict) -> bytes:
     """A request body as the bytes that go on the wire: compact JSON, text as UTF-8.
 
     >>> encoded({"model": "m", "messages": [{"role": "user", "content": "½?"}]})
-    b'{"model":"m","messages":[{"role":"user","content":"\xc2\xbd?"}]}'
+    b'{"model":"m","messages":[{"role":"user","content":"\\xc2\\xbd?"}]}'
     """
-    text = json.dumps(body, ensure_ascii=False, separators=COMPACT)
-    # subtle: half an emoji (a lone surrogate) can't be UTF-8; backslashreplace writes it as \ud83d,
-    # which is how JSON escapes it, and it can only stand inside a JSON string
-    return text.encode("utf-8", "backslashreplace")
+    # half an emoji (a lone surrogate) can't be UTF-8; backslashreplace writes it as
+    # \ud83d, which is how JSON escapes it, and it only ever stands inside a JSON string
+    return _compact(body).encode("utf-8", "backslashreplace")
 
 
-# --- a reply as Actions ------------------------------------------------------------------
+# --- a reply as an Action --------------------------------------------------------------
 
-def to_actions(message: dict, native: bool = True) -> list[Action]:
-    """The model's reply message as Actions: each tool call in order, or its words as the final answer.
 
-    >>> to_actions({"role": "assistant", "content": None, "tool_calls": [
-    ...     {"id": "x7", "type": "function", "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'}}]})
-    [Action(tool='add', args='{"a": 2, "b": 3}', reasoning='')]
-    >>> to_actions({"role": "assistant", "content": "It is 5."})[0].args
-    '{"answer": "It is 5."}'
+def to_action(message: dict, tools: Mapping[str, Tool], native: bool = True) -> Action:
+    """The model's reply message as the next move: its first tool call, or its words.
+
+    >>> from microagent.tool import final_answer
+    >>> tools = {"final_answer": final_answer}
+    >>> two = [{"function": {"name": "add", "arguments": '{"a": 2}'}},
+    ...        {"function": {"name": "pay", "arguments": '{"amount": 9}'}}]
+    >>> to_action({"content": None, "tool_calls": two}, tools)
+    Action(tool='add', args='{"a": 2}', reasoning='')
+    >>> to_action({"content": "It is 5."}, tools)
+    Action(tool='final_answer', args='{"answer": "It is 5."}', reasoning='')
+    >>> to_action({"content": ""}, tools).reasoning
+    'your reply was empty: call one of the tools, or answer in words'
     """
-    text = message.get("content") or ""
+    tools = _by_name(tools)
+    text = message.get("content")
+    text = text if isinstance(text, str) else ""
     if not native:
-        return [read_move(text)]
+        return read_move(text, tools)
     calls = message.get("tool_calls") or []
     if not calls:
-        return [_in_words(text, "call one of the tools, or answer in words")]
-    actions = []
-    for i, call in enumerate(calls):
-        fn = call.get("function") or {}
-        # subtle: the arguments stay raw text. Broken JSON from the model is not ours to
-        # fix: the loop turns it into an error note, and the model reads it next turn.
-        # A name that is not text becomes "", which the loop answers the same way; arguments
-        # sent as an object instead of text are turned into JSON text by Action itself.
-        actions.append(Action(_text(fn.get("name")), _json_text(fn.get("arguments") or "{}"),
-                              text.strip() if i == 0 else ""))
-    return actions
+        return _in_words(text, tools, "call one of the tools, or answer in words")
+    fn = calls[0].get("function") or {}
+    if not (isinstance(fn.get("name"), str) and fn["name"]):
+        return Action(None, reasoning=f"your tool call named no tool: call one of "
+                                      f"{', '.join(tools)} by its name")
+    # the arguments stay the raw text: broken JSON is for the loop to turn into an
+    # error note the model reads, not for us to mend
+    return Action(fn["name"], _json_text(fn.get("arguments") or "{}"), text.strip())
 
 
-def read_move(text: str) -> Action:
-    """The move in a reply written as JSON text: the first JSON object in it with a "tool".
+def read_move(text: str, tools: Mapping[str, Tool]) -> Action:
+    """The move in a reply written as JSON text: its first JSON object with a "tool".
 
-    Code fences and chatter around the object are skipped. A reply with no "{" at all
-    is the model answering in words (its final answer); one with no object that can be
-    read as a move is no move: the model reads next turn what it wrote and what was wrong.
+    Code fences and chatter around it are skipped; a reply with no "{" at all is words.
 
-    >>> read_move('Sure!```json\\n{"tool": "add", "args": {"a": 2, "b": 3}, "reasoning": "sum"}\\n```')
-    Action(tool='add', args='{"a": 2, "b": 3}', reasoning='sum')
-    >>> read_move("It is 5.").tool, read_move('{"tool": "add", "args": {"a": 2,}}').tool
-    ('final_answer', '')
+    >>> read_move('Sure! ```{"tool": "add", "args": {"a": 2}, "reasoning": "+"}```', {})
+    Action(tool='add', args='{"a": 2}', reasoning='+')
     """
     if "{" not in text:
-        return _in_words(text, MOVE)
+        return _in_words(text, _by_name(tools), MOVE)
     decoder, start, tries = json.JSONDecoder(), 0, 0
-    # subtle: only a "{" followed by a quote can start a move, each start is tried once, and at
-    # most 20 that fail: a failed try costs up to the whole text, so a reply of 400,000 "{" is
-    # read in one pass, not 400,000.
+    # only a "{" then a quote can start a move, each is tried once, and at most 20 that
+    # fail (each try may read to the end), so 400,000 "{" are read in one pass
     while tries < 20 and (found := _OPENING.search(text, start)):
         try:
-            value, end = decoder.raw_decode(text, found.start())  # one whole JSON value from here on
-        except (ValueError, RecursionError):  # broken, or nested too deep to read
+            value, end = decoder.raw_decode(text, found.start())
+        except (ValueError, RecursionError):  # broken, or nested too deeply to read
             tries, start = tries + 1, found.start() + 1
             continue
         if isinstance(value, dict) and isinstance(value.get("tool"), str):
-            return Action(value["tool"], _json_text(value.get("args", {})), _text(value.get("reasoning")))
-        start = end  # an object that is not a move: what is inside it isn't either
-    return no_move(text, f"your reply was not one JSON object with a tool: {MOVE}")
+            why = value.get("reasoning")
+            return Action(value["tool"], _json_text(value.get("args", {})),
+                          why if isinstance(why, str) else "")
+        start = end  # an object that is not a move: nothing inside it is one either
+    return Action(None, reasoning=f"your reply held no JSON object with a tool "
+                                  f"(it began: {_start(text)}): {MOVE}")
 
 
 _OPENING = re.compile(r'\{\s*"')
 
 
-def no_move(text: str, problem: str) -> Action:
-    """The loop's stand-in for a reply that held no move: it keeps what the model wrote."""
-    return Action("", {"problem": problem}, text)
+def _in_words(text: str, tools: Mapping[str, Tool], expected: str) -> Action:
+    """A reply in words: the first terminal tool's call with them, or no move."""
+    answer, words = _answer(tools), text.strip()
+    if not words:  # the loop must not make up a move the model never made
+        return Action(None, reasoning=f"your reply was empty: {expected}")
+    if answer is None:
+        return Action(None, reasoning=f"you answered in words ({_start(words)}), but no "
+                                      f"tool here takes an answer: call one of "
+                                      f"{', '.join(tools)}")
+    schema = answer.schema
+    names = schema.get("required") or list(schema.get("properties", {}))
+    if not names:  # an answer that takes no arguments: the words are why
+        return Action(answer.name, reasoning=words)
+    return Action(answer.name, {names[0]: words})
 
 
-def _problem(note: Message) -> str | None:
-    """What was wrong with a reply that held no move, if this decision stands in for one."""
-    if note.tool != "":
-        return None
-    said = _parsed(note.args)
-    return said["problem"] if isinstance(said, dict) and isinstance(said.get("problem"), str) else None
+def _answer(tools: Mapping[str, Tool]) -> Tool | None:
+    """The tool a reply in words calls: the first terminal one."""
+    return next((t for t in tools.values() if t.terminal), None)
 
 
-def _words_of(note: Message) -> str | None:
-    """The words the model wrote, if this decision is the final answer the loop wrote from them."""
-    if note.tool != "final_answer" or note.content != IN_WORDS:
-        return None
-    said = _parsed(note.args)
-    return said.get("answer") if isinstance(said, dict) and isinstance(said.get("answer"), str) else None
+def _by_name(tools) -> Mapping[str, Tool]:
+    if not isinstance(tools, Mapping):
+        raise TypeError("tools are the agent's tools by name (agent.tools), "
+                        f"not {type(tools).__name__}")
+    return tools
 
 
-def _in_words(text: str, expected: str) -> Action:
-    if not text.strip():  # an empty reply is no move: the loop must not make one up
-        return no_move(text, f"your reply was empty: {expected}")
-    return Action("final_answer", {"answer": text.strip()}, IN_WORDS)
+def _words(note) -> str:
+    """The words a call in words answered with: its first text, or its reasoning."""
+    args = _parsed(note.args or "{}")
+    args = args.values() if isinstance(args, dict) else ()
+    said = [v for v in args if isinstance(v, str)]
+    return said[0] if said else note.content
+
+
+def _start(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _compact(value) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=COMPACT)
 
 
 def _json_text(args) -> str:
-    """Arguments as JSON text: as the model wrote them, or written out if it sent an object."""
+    """Arguments as JSON text: as the model wrote them, or written out from an object."""
     if isinstance(args, str):
         return args
     try:
         return json.dumps(args, ensure_ascii=False)  # as Action itself would write them
-    except RecursionError:  # subtle: read back within Python's limit, but one level too deep to write
-        return "(arguments nested too deeply to write out)"  # not JSON: the loop says so in an error note
-
-
-def _text(value) -> str:
-    return value if isinstance(value, str) else ""  # a name or a reasoning that is null, a number, ...
+    except RecursionError:  # read within Python's limit, but one level too deep to write
+        return "(arguments nested too deeply to write out)"  # not JSON: the loop says so
 
 
 def _parsed(args: str):

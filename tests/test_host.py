@@ -3,7 +3,7 @@
 Each test starts a real server on 127.0.0.1 (a free port) in this process and
 talks HTTP to it; the tests that kill or race server processes are in
 test_host_processes.py. The LLM office's tests talk to the stand-in model server
-(tests/llm_server.py), also on 127.0.0.1.
+(microagent.transport.stand_in), also on 127.0.0.1.
 """
 
 import base64
@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from host_offices import request
-from llm_server import reply, serve  # a stand-in model server on 127.0.0.1, with scripted replies
+from microagent.transport.stand_in import reply, serve
 from microagent import Action, Agent, Context, approval, final_answer, from_json, scripted
 from microagent.host import (MAX_BODY, MAX_DEPTH, MAX_TEXT, Server, args_hash, llm_office, refund_office, sign,
                              thinking, verify)

@@ -18,7 +18,7 @@ import time
 import pytest
 
 from host_offices import request
-from llm_server import reply, serve  # a stand-in model server on 127.0.0.1, with scripted replies
+from microagent.transport.stand_in import reply, serve
 from microagent import Context, from_json
 from microagent.invariants import check
 
