@@ -83,11 +83,12 @@ class Agent:
         ctx = self.start(task)
         turns = _turns(ctx)  # counted from the notebook, so the budget spans a resume
         while not (stop := self.why_stop(ctx, cancel)) and turns < self.max_steps:
-            action = self.policy(ctx, self.tools)        # decide
-            came = self.act(action)                      # act: the result note, if any
-            ctx = ctx.add(self.decision(action), *came)  # write it down, both
+            action = self.policy(ctx, self.tools)  # decide
+            decision, result = self.decision(action), self.act(action)  # act
+            # write it down: the decision, then what came of it (nothing, if it waits)
+            ctx = ctx.add(decision) if result is None else ctx.add(decision, result)
             turns += 1
-            yield Step(ctx, action, *came)
+            yield Step(ctx, action, result)
         if stop is None:  # the budget is spent: a note says so, and ends the run
             stop = OUT_OF_STEPS
             ctx = ctx.add(Message(ASSISTANT, f"out of steps: stopped after {turns} turns "
@@ -129,24 +130,24 @@ class Agent:
 
     def decision(self, action: Action) -> Message:
         """The note of what the brain decided: the call it makes, or why it made none."""
+        if not isinstance(action, Action):
+            raise TypeError(f"the policy must return an Action, not {action!r}")
         no_move = action.tool is None  # then the reasoning says what was wrong
         return Message(ASSISTANT, action.reasoning, self.name, action.tool,
                        None if no_move else action.args, error=no_move)
 
-    def act(self, action: Action) -> tuple[Message, ...]:
-        """Carry out a move: what came of it, a result or an error note (or none)."""
-        if not isinstance(action, Action):
-            raise TypeError(f"the policy must return an Action, not {action!r}")
+    def act(self, action: Action) -> Message | None:
+        """Carry out a move: its result or error note, or None if nothing runs (yet)."""
         tool = self.tools.get(action.tool)
         if action.tool is None:  # no move: there is nothing to call
-            return ()
+            return None
         if tool is None:
-            return (error_note(action.tool, f"there is no tool named {action.tool!r}; "
-                                            f"the tools are: {', '.join(self.tools)}"),)
-        if tool.needs_approval:  # it waits for a human; a call that can't fit, refused
+            return error_note(action.tool, f"there is no tool named {action.tool!r}; "
+                                           f"the tools are: {', '.join(self.tools)}")
+        if tool.needs_approval:  # it waits for a human; a call that can't fit is refused
             read = tool.read(action.args)
-            return (read,) if isinstance(read, Message) else ()
-        return (tool.run(action.args),)
+            return read if isinstance(read, Message) else None
+        return tool.run(action.args)
 
 
 def _turns(ctx):
