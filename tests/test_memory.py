@@ -16,13 +16,8 @@ from microagent.saving import from_json, to_json
 from microagent.schema import as_tool
 from microagent.script import actions, replay, scripted
 from microagent.tool import final_answer
+from hard_parts import run_checked
 
-
-def run_checked(agent: Agent, task) -> Context:
-    """agent.run, with the notebook's rules checked after every step."""
-    for step in agent.steps(task):
-        check(step.context)
-    return step.context
 
 
 @as_tool

@@ -6,7 +6,6 @@ import pytest
 
 from microagent.agent import DONE, Agent
 from microagent.context import Context
-from microagent.invariants import check
 from microagent.message import ASSISTANT, TOOL, USER, Message
 from microagent.policy import Action
 from microagent.schema import as_tool
@@ -14,13 +13,8 @@ from microagent.script import scripted
 from microagent.team import agent_tool
 from microagent.tool import Tool, final_answer
 from microagent.trace import story
+from hard_parts import run_checked
 
-
-def run_checked(agent: Agent, task) -> Context:
-    """agent.run, with the notebook's rules checked after every step."""
-    for step in agent.steps(task):
-        check(step.context)
-    return step.context
 
 
 @as_tool

@@ -5,8 +5,6 @@ from hypothesis import given, settings, strategies as st
 
 from microagent.agent import Agent
 from microagent.approval import gate
-from microagent.context import Context
-from microagent.invariants import check
 from microagent.message import TOOL, USER, Message
 from microagent.policy import Action
 from microagent.retry import hiding, retrying
@@ -15,13 +13,8 @@ from microagent.schema import as_tool
 from microagent.script import scripted
 from microagent.team import agent_tool
 from microagent.tool import Tool, final_answer
+from hard_parts import run_checked
 
-
-def run_checked(agent: Agent, task) -> Context:
-    """agent.run, with the notebook's rules checked after every step."""
-    for step in agent.steps(task):
-        check(step.context)
-    return step.context
 
 
 def flaky(failures: int, error=ConnectionError):
