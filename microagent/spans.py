@@ -15,10 +15,11 @@ three kinds, named as OpenTelemetry's conventions for generative AI name them:
         ctx = agent.run(QUESTION)
 
 The one rule: a traced agent is the agent it wraps, its brain and each tool
-wrapped, and nothing in the loop. So a run's span opens with its brain's first
-decision there, and ends with the last span inside it; it is written when the
-`tracing` block (or the tool call) it ran in ends. Outside a block nothing is
-written: a traced agent then runs exactly as the agent it wraps.
+wrapped, and nothing in the loop (`traced(tool, record)` traces one tool alone).
+So a run's span opens with its brain's first decision there, and ends with the
+last span inside it; it is written when the `tracing` block (or the tool call)
+it ran in ends. Outside a block nothing is written: a traced agent then runs
+exactly as the agent it wraps.
 
 Across processes a span travels as the W3C `traceparent` header,
 `00-<trace id>-<span id>-<flags>`: `tracing(header)` makes the runs inside
@@ -51,7 +52,7 @@ SAMPLED, RANDOM = 0x01, 0x02  # the trace flags W3C defines (every span here is 
 
 
 class Parent(NamedTuple):
-    """A span in another process, as its traceparent names it (span_id None: none)."""
+    """A caller's span, as its traceparent names it (span_id None: a new trace)."""
 
     trace_id: str         # 32 lowercase hex digits
     span_id: str | None   # 16 lowercase hex digits
@@ -117,8 +118,8 @@ def sending(send):
     tokens and finish reason the reply reports. Outside a chat span it only sends."""
     def traced_send(url: str, body: bytes, headers: dict):
         chat = _OPEN.get()
-        if not (isinstance(chat, Span) and chat.name.startswith("chat ")
-                and chat.by is None):  # a decision's span, not a run's
+        if not (isinstance(chat, Span)
+                and chat.attributes["gen_ai.operation.name"] == "chat"):
             yield from send(url, body, headers)
             return
         _asked(chat, url, body)
@@ -187,7 +188,7 @@ def _deciding(agent: Agent, record, model: str):
         above = _OPEN.get()
         if above is None:  # not tracing
             return policy(ctx, tools)
-        run = _run(above, ctx, agent.name, record, decide)
+        run = _run_for(above, ctx, agent.name, record, decide)
         chat = _start(f"chat {model}", run, {
             "gen_ai.operation.name": "chat", "gen_ai.provider.name": "microagent",
             "gen_ai.request.model": model})
@@ -203,7 +204,7 @@ def _deciding(agent: Agent, record, model: str):
     return decide
 
 
-def _run(above, ctx, name: str, record, by) -> Span:
+def _run_for(above, ctx, name: str, record, by) -> Span:
     """The run this decision belongs to: the one open here, or a new one."""
     last = ctx.last()
     fresh = last is None or last.kind == "question"  # the first move since a question

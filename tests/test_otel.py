@@ -12,6 +12,7 @@ import http.client
 import http.server
 import json
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from opentelemetry.proto_json.collector.trace.v1.trace_service import ExportTraceServiceRequest
@@ -233,11 +234,9 @@ def test_spans_from_many_threads_make_whole_lines(tmp_path):
         for _ in range(5):
             with tracing():
                 agent.run(QUESTION)
-    threads = [threading.Thread(target=run) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
+    with ThreadPoolExecutor(4) as pool:  # four at once
+        for done in [pool.submit(run) for _ in range(4)]:
+            done.result(timeout=60)
     spans = read_back(path.read_text().splitlines())
     assert len(spans) == 4 * 5 * 9 and len({s.trace_id for s in spans}) == 20
 

@@ -3,6 +3,7 @@ case for case against OpenTelemetry's own propagator, and the brain's traced sea
 the stand-in model server."""
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -233,11 +234,9 @@ def test_runs_in_two_threads_at_once_each_keep_their_own_trace():
     def run():
         with tracing():
             agent.run(QUESTION)
-    threads = [threading.Thread(target=run) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=30)
+    with ThreadPoolExecutor(4) as pool:  # four at once
+        for done in [pool.submit(run) for _ in range(4)]:
+            done.result(timeout=60)
     traces = {s.trace_id for s in written}
     assert len(traces) == 4
     for trace_id in traces:
