@@ -43,6 +43,7 @@ from microagent.picture import draw
 from microagent.retry import hiding
 from microagent.saving import to_json
 from microagent.schema import as_tool
+from microagent.spans import tracing
 from microagent.tool import Tool, read_json
 from microagent.transport import hardened
 
@@ -406,7 +407,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if not (path[:1] == ["sessions"] and len(path) in (2, 3) and route):
                 raise Refused(404, NO_ROUTE)
             sid = path[1]
-            route(self, user, sid, body)
+            told = self.headers.get_all("traceparent") or []  # W3C: one header, or none is trusted
+            with tracing(told[0] if len(told) == 1 else None):  # a traced run: a child of the caller's span
+                route(self, user, sid, body)
         except Refused as r:
             self.server.store.audit(user, sid, f"refused {r.status}", r.message)
             self.reply(r.status, {"error": r.message}, r.headers)

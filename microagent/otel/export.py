@@ -1,0 +1,119 @@
+"""The Exporter: finished spans, written as OTLP JSON lines and POSTed to a collector.
+
+    exporter = Exporter("spans.jsonl", url="http://127.0.0.1:4318")
+    agent = traced(support_agent(), exporter)
+
+It keeps finished spans until an outermost one ends (a span whose parent is in
+another process, or that starts its trace: by then the spans inside it have
+ended), then flushes all it keeps: one line in the file, one POST to the
+collector's /v1/traces.
+"""
+
+import json
+import sys
+import threading
+import urllib.error
+import urllib.parse
+import urllib.request
+from http.client import HTTPException
+
+from microagent.otel.otlp import traces_data
+from microagent.spans import Span
+
+MAX_BODY = 64 << 20  # bytes: OTLP's advice for the most a client sends at once
+SAID = 200           # characters of a collector's refusal that a report quotes
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args):  # following it would send the headers elsewhere
+        return None
+
+
+# no proxy from the environment, no redirect: the spans (and headers=) go to url only
+_OPEN = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirects).open
+
+
+def to_stderr(problem: str) -> None:
+    print(f"microagent.otel: {problem}", file=sys.stderr, flush=True)
+
+
+class Exporter:
+    """A `record` for traced(): spans as OTLP JSON lines in `path`, and POSTed to the
+    collector at `url` (its /v1/traces). A failure to write or to send is told to
+    `report` and never raised: the run goes on, and the file keeps what it has."""
+
+    def __init__(self, path: str | None = None, url: str | None = None, *,
+                 service: str = "microagent", headers: dict | None = None,
+                 timeout: float = 5.0, report=to_stderr):
+        if path is None and url is None:
+            raise ValueError("an Exporter writes to a file (path=), a collector (url=), "
+                             "or both")
+        self.path, self.service, self.timeout, self.report = path, service, timeout, report
+        self.url = None if url is None else _traces_url(url)
+        self.headers = {"Content-Type": "application/json", **(headers or {})}
+        self.kept: list[Span] = []
+        self.lock = threading.Lock()  # a host serves many runs at once, in threads
+
+    def __call__(self, span: Span) -> None:
+        """Keep a finished span; flush once the span the others sit in has ended."""
+        if not isinstance(span, Span):
+            raise TypeError(f"an Exporter records Spans, not {type(span).__name__}")
+        with self.lock:
+            self.kept.append(span)
+        if span.parent_id is None or span.remote:  # the outermost span here has ended
+            self.flush()
+
+    def flush(self) -> None:
+        """Write what is kept: one line in the file, one POST to the collector."""
+        with self.lock:
+            spans, self.kept = self.kept, []
+            if not spans:
+                return
+            line = json.dumps(traces_data(spans, self.service), separators=(",", ":"))
+            if self.path is not None:
+                try:
+                    with open(self.path, "a", encoding="utf-8") as f:
+                        f.write(line + "\n")
+                except OSError as e:
+                    self.report(f"could not write {len(spans)} spans to {self.path}: "
+                                f"{type(e).__name__}: {e}")
+        if self.url is not None:
+            self.post(line.encode(), len(spans))
+
+    def post(self, body: bytes, count: int) -> None:
+        """One POST of a TracesData to the collector; what went wrong goes to report."""
+        if len(body) > MAX_BODY:
+            return self.report(f"{count} spans were not sent: {len(body)} bytes is over "
+                               f"{MAX_BODY}")
+        request = urllib.request.Request(self.url, body, self.headers, method="POST")
+        try:
+            with _OPEN(request, timeout=self.timeout) as response:
+                response.read(64 << 10)  # the collector's answer: success says nothing
+        except urllib.error.HTTPError as e:
+            with e:
+                said = e.read(4 << 10).decode("utf-8", "replace")
+            said = " ".join(said.split())[:SAID]
+            self.report(f"{self.url} refused {count} spans: HTTP {e.code}"
+                        + (f" ({said})" if said else ""))
+        except (OSError, HTTPException) as e:  # nobody there, a timeout, a hang-up
+            reason = getattr(e, "reason", e)
+            self.report(f"could not send {count} spans to {self.url}: "
+                        f"{type(reason).__name__}: {reason}")
+
+
+def _traces_url(url: str) -> str:
+    """The collector's address, with its traces path: http://host:4318/v1/traces."""
+    where = url.split("/")[2] if isinstance(url, str) and url.count("/") >= 2 else ""
+    if "@" in where:  # a user and a password: never echoed
+        raise ValueError("url is the collector's address; give its credentials in headers= "
+                         "(the address is not shown here)")
+    try:
+        parts = urllib.parse.urlsplit(url)
+        well_formed = parts.scheme in ("http", "https") and parts.hostname \
+            and parts.port != 0
+    except (TypeError, ValueError, AttributeError):  # a port that is not a number, ...
+        well_formed = False
+    if not well_formed:
+        raise ValueError(f"url is the collector's address, like 'http://127.0.0.1:4318', "
+                         f"not {url!r}")
+    return url if parts.path.endswith("/v1/traces") else url.rstrip("/") + "/v1/traces"

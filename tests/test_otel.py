@@ -1,0 +1,335 @@
+"""The workshop's export (microagent.otel), read back by OpenTelemetry's own code, and one
+trace carried through the host: a hosted refund with a model call and an approval is one
+trace across its two HTTP requests.
+
+Every line written is read by opentelemetry-proto-json (`TracesData.from_json`) and must
+come back out exactly as it went in, so no field is misnamed or mis-encoded (a reader
+ignores a field it does not know). The collector is a real HTTP server on 127.0.0.1; the
+model is the stand-in model server; the host is a real server on a free port.
+"""
+
+import http.client
+import http.server
+import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from opentelemetry.proto_json.collector.trace.v1.trace_service import ExportTraceServiceRequest
+from opentelemetry.proto_json.trace.v1.trace import Span as OtelSpan, Status, TracesData
+
+from host_offices import events
+from microagent.demo import QUESTION, support_agent
+from microagent.host import Server, refund_office
+from microagent.llm import chat_policy
+from microagent.otel import Exporter, traces_data
+from microagent.spans import sending, traced, tracing
+from microagent.transport import hardened
+from microagent.transport.stand_in import reply, serve
+
+TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+YES = lambda tool, args: True  # noqa: E731
+
+
+def read_back(lines: list[str]) -> list[OtelSpan]:
+    """Every span in OTLP JSON lines, as OpenTelemetry reads them; each line must come back
+    out of its reader exactly as it went in."""
+    spans = []
+    for line in lines:
+        data = TracesData.from_json(line)
+        assert data.to_dict() == json.loads(line), "a field OpenTelemetry does not read as we wrote it"
+        [resource] = data.resource_spans
+        assert {(a.key, a.value.string_value) for a in resource.resource.attributes} == {("service.name",
+                                                                                            "microagent")}
+        [scoped] = resource.scope_spans
+        assert scoped.scope.name == "microagent.spans"
+        spans += scoped.spans
+    for s in spans:
+        assert len(s.trace_id) == 16 and len(s.span_id) == 8 and len(s.parent_span_id) in (0, 8)
+        assert 0 < s.start_time_unix_nano <= s.end_time_unix_nano
+    return spans
+
+
+def outline(spans: list[OtelSpan]) -> list[str]:
+    """Each span under its parent, as read back: its name, kind, and an error's word."""
+    ids = {s.span_id: s for s in spans}
+
+    def depth(s):
+        return 0 if s.parent_span_id not in ids else 1 + depth(ids[s.parent_span_id])
+
+    def said(s):
+        kind = {1: "", 3: " (client)"}[s.kind]
+        return kind + (f" !{s.status.message}" if s.status and s.status.code == Status.StatusCode.STATUS_CODE_ERROR
+                       else "")
+    return ["  " * depth(s) + s.name + said(s) for s in sorted(spans, key=lambda s: (s.start_time_unix_nano,
+                                                                                      -depth(s)))]
+
+
+def attributes(span: OtelSpan) -> dict:
+    out = {}
+    for a in span.attributes:
+        v = a.value
+        out[a.key] = (v.string_value if v.string_value is not None else v.int_value if v.int_value is not None
+                      else [x.string_value for x in v.array_value.values])
+    return out
+
+
+def test_each_trace_is_one_line_that_opentelemetry_reads_back_with_its_parents_and_children(tmp_path):
+    path = tmp_path / "spans.jsonl"
+    exporter = Exporter(str(path))
+    agent = traced(support_agent(approver=YES), exporter)
+    with tracing(f"00-{TRACE}-00f067aa0ba902b7-01"):
+        agent.run(QUESTION)
+    with tracing():
+        agent.run("Can I get a refund for order B1?")
+    lines = path.read_text().splitlines()
+    assert len(lines) == 2  # one flush a trace: its outermost span ended
+    first, second = read_back(lines[:1]), read_back(lines[1:])
+    assert outline(first) == [
+        "invoke_agent support",
+        "  chat support_policy", "  execute_tool look_up_order", "  chat support_policy",
+        "  execute_tool check_policy", "  chat support_policy", "  execute_tool issue_refund",
+        "  chat support_policy", "  execute_tool final_answer"]
+    run = first[-1]
+    assert (run.trace_id.hex(), run.parent_span_id.hex()) == (TRACE, "00f067aa0ba902b7")
+    assert run.flags == 0x301  # sampled; its parent is remote, and that is known
+    assert {s.trace_id for s in first} == {run.trace_id} and all(s.flags == 0x101 for s in first[:-1])
+    assert {s.parent_span_id for s in first[:-1]} == {run.span_id}
+    assert attributes(run) == {"gen_ai.operation.name": "invoke_agent", "gen_ai.provider.name": "microagent",
+                               "gen_ai.agent.name": "support"}
+    assert second[-1].parent_span_id == b"" and second[-1].trace_id != run.trace_id
+    assert [s.kind for s in first] == [OtelSpan.SpanKind.SPAN_KIND_INTERNAL] * 9
+
+
+def test_an_error_status_and_a_list_attribute_read_back_as_opentelemetry_has_them(tmp_path):
+    written = []
+    with serve([reply(calls=[("look_up_order", '{"order_id": "A1234"}')], usage=(11, 2)),
+                reply("Sorry.", usage=(12, 3))]) as model:
+        brain = chat_policy("stand-in", model.url, send=sending(hardened(retries=0)))
+        agent = traced(support_agent(brain), written.append)
+        with tracing():
+            agent.run(QUESTION)
+    written[1].error = "RuntimeError"  # as a tool that raised writes it
+    [span] = read_back([json.dumps(traces_data([written[1]]))])
+    assert (span.status.code, span.status.message) == (Status.StatusCode.STATUS_CODE_ERROR, "RuntimeError")
+    [chat] = read_back([json.dumps(traces_data([written[0]]))])
+    assert chat.kind == OtelSpan.SpanKind.SPAN_KIND_CLIENT
+    assert attributes(chat)["gen_ai.response.finish_reasons"] == ["tool_calls"]
+    assert (attributes(chat)["gen_ai.usage.input_tokens"], attributes(chat)["gen_ai.usage.output_tokens"]) == (11, 2)
+
+
+# --- a collector on 127.0.0.1 ----------------------------------------------------------
+
+class Collector:
+    """A real HTTP server that takes OTLP JSON POSTs and answers as it is told."""
+
+    def __init__(self, status=200, said=b"{}", location=None, stall: float = 0.0):
+        self.posts, self.stop = [], threading.Event()
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                outer.posts.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+                outer.stop.wait(stall)
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(said)))
+                if location:
+                    self.send_header("Location", location)
+                self.end_headers()
+                self.wfile.write(said)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True).start()
+
+    def close(self):
+        self.stop.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def collector():
+    made = []
+
+    def make(**how):
+        made.append(Collector(**how))
+        return made[-1]
+    yield make
+    for c in made:
+        c.close()
+
+
+def test_each_trace_is_posted_to_the_collectors_v1_traces_as_the_line_in_the_file(tmp_path, collector):
+    at = collector()
+    path, told = tmp_path / "spans.jsonl", []
+    exporter = Exporter(str(path), url=at.url, headers={"x-api-key": "k-123"}, report=told.append)
+    with tracing():
+        traced(support_agent(approver=YES), exporter).run(QUESTION)
+    [(where, headers, body)] = at.posts
+    assert where == "/v1/traces" and headers["content-type"] == "application/json"
+    assert headers["x-api-key"] == "k-123" and told == []
+    assert body.decode() + "\n" == path.read_text()
+    request = ExportTraceServiceRequest.from_json(body)  # the message a collector's /v1/traces reads
+    assert [s.name for s in request.resource_spans[0].scope_spans[0].spans][-1] == "invoke_agent support"
+    assert Exporter(url=at.url + "/v1/traces").url == at.url + "/v1/traces"
+
+
+@pytest.mark.parametrize("how, problem", [
+    ({"status": 503, "said": b'{"message": "busy, try later"}'}, "refused 9 spans: HTTP 503 ({\"message\": \"busy"),
+    ({"status": 307, "location": "http://elsewhere.invalid/v1/traces"}, "refused 9 spans: HTTP 307"),
+    ({"stall": 3.0}, "could not send 9 spans to http://127.0.0.1:"),
+])
+def test_a_collector_that_refuses_redirects_or_stalls_is_reported_and_the_run_goes_on(tmp_path, collector, how,
+                                                                                      problem):
+    at, told = collector(**how), []
+    path = tmp_path / "spans.jsonl"
+    exporter = Exporter(str(path), url=at.url, timeout=0.5, report=told.append)
+    with tracing():
+        ctx = traced(support_agent(approver=YES), exporter).run(QUESTION)
+    assert ctx.last().name == "final_answer" and len(at.posts) == 1  # a redirect is not followed
+    [said] = told
+    assert problem in said and len(said) < 400
+    assert len(read_back(path.read_text().splitlines())) == 9  # the file kept them all
+
+
+def test_no_collector_there_and_a_file_that_cannot_be_written_are_reported_not_raised(tmp_path):
+    told = []
+    gone = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    port = gone.server_address[1]
+    gone.server_close()  # nobody listens there now
+    exporter = Exporter(str(tmp_path / "no-such-folder" / "spans.jsonl"), url=f"http://127.0.0.1:{port}",
+                        report=told.append)
+    with tracing():
+        traced(support_agent(approver=YES), exporter).run(QUESTION)
+    assert [t.split(":")[0] for t in told] == [f"could not write 9 spans to {tmp_path}/no-such-folder/spans.jsonl",
+                                               "could not send 9 spans to http"]
+    assert "ConnectionRefusedError" in told[1]
+
+
+def test_an_exporter_says_what_it_needs():
+    with pytest.raises(ValueError, match="a file"):
+        Exporter()
+    for url in ["127.0.0.1:4318", "ftp://host/", "http://host:x", "http://:0", 4318]:
+        with pytest.raises(ValueError, match="collector's address"):
+            Exporter(url=url)
+    with pytest.raises(ValueError, match="credentials in headers=") as refused:
+        Exporter(url="http://user:s3cret@host:4318")
+    assert "s3cret" not in str(refused.value)
+    with pytest.raises(TypeError, match="records Spans"):
+        Exporter(url="http://127.0.0.1:4318")({"name": "x"})
+
+
+def test_spans_from_many_threads_make_whole_lines(tmp_path):
+    path = tmp_path / "spans.jsonl"
+    agent = traced(support_agent(approver=YES), Exporter(str(path)))
+
+    def run():
+        for _ in range(5):
+            with tracing():
+                agent.run(QUESTION)
+    with ThreadPoolExecutor(4) as pool:  # four at once
+        for done in [pool.submit(run) for _ in range(4)]:
+            done.result(timeout=60)
+    spans = read_back(path.read_text().splitlines())
+    assert len(spans) == 4 * 5 * 9 and len({s.trace_id for s in spans}) == 20
+
+
+# --- one request, one trace: through the host, the LLM brain and back ---------------------
+
+def post(port: int, path: str, token: str, body: dict | None, traceparents=()):
+    """One POST with each traceparent given as a header of its own: (status, the answer)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    data = json.dumps(body).encode() if body is not None else b""
+    try:
+        conn.putrequest("POST", path)
+        for name, value in [("Authorization", f"Bearer {token}"), ("Content-Length", str(len(data))),
+                            *[("traceparent", t) for t in traceparents]]:
+            conn.putheader(name, value)
+        conn.endheaders(data)
+        response = conn.getresponse()
+        text = response.read().decode()
+    finally:
+        conn.close()
+    if response.getheader("Content-Type") == "text/event-stream":
+        return response.status, events(text)
+    return response.status, json.loads(text)
+
+
+@pytest.fixture
+def hosted(tmp_path):
+    """A host whose refund office has an LLM brain (the stand-in) and writes its spans."""
+    path, servers = tmp_path / "spans.jsonl", []
+    script = [reply(calls=[("look_up_order", '{"order_id": "A1234"}')]),
+              reply(calls=[("check_policy", '{"order_id": "A1234"}')]),
+              reply(calls=[("issue_refund", '{"order_id": "A1234", "amount": 79}')]),
+              reply("Good news: I refunded $79.", usage=(30, 9))]
+    model = serve(script)
+
+    def office(db):
+        brain = chat_policy("stand-in", model.url, send=sending(hardened(retries=0)))
+        return traced(refund_office(db, policy=brain), Exporter(str(path)))
+
+    def start():
+        servers.append(Server(office, str(tmp_path / "host.db"), {"alice": "alice-token-0123456789"}, b"s" * 32,
+                              quiet=True))
+        threading.Thread(target=servers[-1].serve_forever, args=(0.05,), daemon=True).start()
+        return servers[-1].server_address[1]
+    yield start, model, path
+    model.close()
+    for s in servers:
+        s.shutdown()
+        s.server_close()
+
+
+def test_a_hosted_refund_with_a_model_call_and_an_approval_is_one_trace_across_its_two_requests(hosted):
+    start, model, path = hosted
+    port, token = start(), "alice-token-0123456789"
+    sid = post(port, "/sessions", token, None)[1]["id"]
+    status, stream = post(port, f"/sessions/{sid}/messages", token, {"text": QUESTION},
+                          [f"00-{TRACE}-aaaaaaaaaaaaaaa1-01"])
+    assert status == 200 and stream[-1][0] == "approval_required"
+    status, stream = post(port, f"/sessions/{sid}/approvals", token,
+                          {"approval_token": stream[-1][1]["approval_token"], "approve": True},
+                          [f"00-{TRACE}-aaaaaaaaaaaaaaa2-01"])
+    assert status == 200 and stream[-1] == ("done", {"answer": "Good news: I refunded $79."})
+    spans = read_back(path.read_text().splitlines())
+    assert {s.trace_id.hex() for s in spans} == {TRACE}  # one trace
+    by_parent = {}
+    for s in spans:
+        by_parent.setdefault(s.parent_span_id.hex(), []).append(s)
+    # the first request: its run, three decisions by the model and the two tools that ran
+    [first] = by_parent["aaaaaaaaaaaaaaa1"]
+    assert outline([first, *by_parent[first.span_id.hex()]]) == [
+        "invoke_agent support", "  chat stand-in (client)", "  execute_tool look_up_order",
+        "  chat stand-in (client)", "  execute_tool check_policy", "  chat stand-in (client)"]
+    # the second: the approved refund, carried out by the host (not by the loop), then the run goes on
+    refund, second = by_parent["aaaaaaaaaaaaaaa2"]
+    assert (refund.name, second.name) == ("execute_tool issue_refund", "invoke_agent support")
+    assert outline(by_parent[second.span_id.hex()]) == ["chat stand-in (client)", "execute_tool final_answer"]
+    # the model server heard each request with the traceparent of the chat span that made it
+    chats = sorted((s for s in spans if s.name == "chat stand-in"), key=lambda s: s.start_time_unix_nano)
+    assert [h["traceparent"] for h in model.headers] == [f"00-{TRACE}-{c.span_id.hex()}-01" for c in chats]
+    assert attributes(chats[-1])["gen_ai.usage.input_tokens"] == 30
+
+
+@pytest.mark.parametrize("sent", [
+    ["00-4BF92F3577B34DA6A3CE929D0E0E4736-aaaaaaaaaaaaaaa1-01"], [f"00-{TRACE}-0000000000000000-01"],
+    [f"ff-{TRACE}-aaaaaaaaaaaaaaa1-01"], ["x" * 600], [],
+    [f"00-{TRACE}-aaaaaaaaaaaaaaa1-01", f"00-{TRACE}-aaaaaaaaaaaaaaa2-01"],  # two: which is the caller?
+], ids=["upper case", "zero parent", "version ff", "too long", "none", "two headers"])
+def test_a_request_with_no_traceparent_to_trust_runs_as_a_new_trace(hosted, sent):
+    start, model, path = hosted
+    port, token = start(), "alice-token-0123456789"
+    sid = post(port, "/sessions", token, None)[1]["id"]
+    status, stream = post(port, f"/sessions/{sid}/messages", token, {"text": QUESTION}, sent)
+    assert status == 200 and stream[-1][0] == "approval_required"
+    spans = read_back(path.read_text().splitlines())
+    [run] = [s for s in spans if s.parent_span_id == b""]
+    assert run.name == "invoke_agent support" and run.trace_id.hex() != TRACE and len(spans) == 6
