@@ -107,6 +107,15 @@ def test_an_unknown_tool_is_the_servers_json_rpc_error_and_a_note_for_the_brain(
     assert note.error and note.content == "error: clock refused tools/call: 'Unknown tool: nope' (JSON-RPC error -32602)"
 
 
+def test_a_modern_server_slow_to_start_answers_the_given_up_probe_late_and_is_probed_again():
+    # mcp-server-time takes about 0.4 s to start: a 0.05 s probe is given up, initialize goes out, and
+    # the server (which answered the late probe, and so serves the 2026-07-28 protocol) refuses it, -32022
+    with connect(mcp_peers.time_server(), probe=0.05) as server:
+        assert server.protocol == "2026-07-28"
+        assert list(server.heard)[:3] == [{"id": 1}, {"id": 2}, {"id": 3}]  # late probe, refusal, probe again
+        assert [t.name for t in server.tools()] == ["get_current_time", "convert_time"]
+
+
 # -- server-everything: the handshake's protocol, and everything it does --------------------
 
 def test_everything_falls_back_to_initialize_and_says_its_list_changed_before_it_answers(everything):
@@ -378,6 +387,9 @@ def test_a_tool_that_prints_cannot_break_the_stream_and_a_called_off_call_gets_n
         time.sleep(0.7)
         assert list(server.heard)[before:] == []  # the tool ran to its end, and no answer came
         assert server.call("slow", {"seconds": 0}) == "slept 0"
+        server.call("slow", {"seconds": 30}, timeout=0.1)  # still asleep when stdin closes...
+        started = time.monotonic()
+    assert server._proc.returncode == 0 and time.monotonic() - started < 1.8  # ...yet it exits, after LINGER
 
 
 def test_a_tool_that_needs_approval_is_listed_but_never_run_by_an_mcp_call():

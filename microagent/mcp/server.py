@@ -15,12 +15,13 @@ a tool error that says so: the office's own people sign off on it, in the office
 (microagent.approval). A tool that ends a run (the final answer) is not served: it
 means nothing to another program.
 
-Each call runs in a thread of its own (at most WORKERS at once), so the server
-goes on reading while a tool works; a call cancelled by the client
-(notifications/cancelled) gets no answer, though a Python function already
-running can't be stopped and runs to its end. While it serves, anything written to
-stdout by the tools (a print, a child process) goes to stderr instead, so it can't
-break the stream.
+Calls run in worker threads (WORKERS at once), so the server goes on reading
+while a tool works; a call cancelled by the client (notifications/cancelled) gets
+no answer, though a Python function already running can't be stopped and runs
+to its end. When stdin closes, a call under way has LINGER seconds to finish and
+be answered; then serve returns, and the server exits without waiting for it.
+While it serves, anything written to stdout by the tools (a print, a child
+process) goes to stderr instead, so it can't break the stream.
 
 What it leaves out: resources, prompts, sampling, elicitation (the protocol's way
 of asking the client's user; the office's approval stays with its own people),
@@ -30,9 +31,9 @@ transports other than stdio.
 
 import json
 import os
+import queue
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 from microagent.mcp.wire import (CAPABILITIES_KEY, INTERNAL_ERROR, INVALID_PARAMS,
                                  INVALID_REQUEST, LEGACY, MAX_LINE, METHOD_NOT_FOUND, MODERN,
@@ -41,6 +42,7 @@ from microagent.mcp.wire import (CAPABILITIES_KEY, INTERNAL_ERROR, INVALID_PARAM
 from microagent.tool import Tool, said_by
 
 WORKERS = 4  # tool calls running at once; more wait their turn
+LINGER = 1.0  # seconds a call under way may take to be answered once stdin has closed
 INFO = {"name": "microagent", "version": "0.1.0"}
 CAPABILITIES = {"tools": {"listChanged": False}}
 NEEDS_A_HUMAN = ("{name} needs a human's approval in the office that serves it, and an "
@@ -60,18 +62,23 @@ def serve(tools: list[Tool], reader=None, writer=None, *, name: str = "microagen
         sys.stdout = sys.stderr
     reader = sys.stdin.buffer if reader is None else reader
     session = _Session(office, writer, {**INFO, "name": name}, instructions)
-    with ThreadPoolExecutor(WORKERS, thread_name_prefix="mcp call") as pool:
-        for raw in _lines(reader):
-            if raw is None:
-                session.send(reply(None, code=PARSE_ERROR,
-                                   said=f"a line over {MAX_LINE >> 20} MiB: not read"))
-                continue
-            try:
-                msg = message(raw)
-            except ValueError as e:
-                session.send(reply(None, code=PARSE_ERROR, said=str(e)))
-                continue
-            session.take(msg, pool)
+    for _ in range(WORKERS):  # daemons: a call still running can't keep the process
+        threading.Thread(target=session.work, daemon=True, name="mcp call").start()
+    for raw in _lines(reader):
+        if raw is None:
+            session.send(reply(None, code=PARSE_ERROR,
+                               said=f"a line over {MAX_LINE >> 20} MiB: not read"))
+            continue
+        try:
+            msg = message(raw)
+        except ValueError as e:
+            session.send(reply(None, code=PARSE_ERROR, said=str(e)))
+            continue
+        session.take(msg)
+    with session.lock:  # the calls under way get a moment to be answered
+        session.lock.wait_for(lambda: not session.running, timeout=LINGER)
+    for _ in range(WORKERS):
+        session.calls.put(None)
 
 
 def offered(tools) -> dict[str, Tool]:
@@ -101,17 +108,18 @@ class _Session:
         self.office, self.writer, self.info = office, writer, info
         self.instructions = instructions
         self.legacy = None  # the version initialize agreed on, once it has
-        self.lock = threading.Lock()  # one message at a time on the stream
+        self.lock = threading.Condition()  # one message at a time on the stream
         self.called_off = set()  # ids of calls the client cancelled while they ran
-        self.running = set()
+        self.running = set()  # ids of calls waiting for a worker, or running
+        self.calls = queue.Queue()
 
     def send(self, msg):
         with self.lock:
             self.writer.write(line(msg))
             self.writer.flush()
 
-    def take(self, msg, pool):
-        """Act on one message: answer a request (a call in the pool), heed a notification."""
+    def take(self, msg):
+        """Act on one message: answer a request (a call through a worker), heed a notification."""
         method, id_ = msg.get("method"), msg.get("id")
         if not isinstance(method, str):
             if "result" in msg or "error" in msg:
@@ -138,7 +146,7 @@ class _Session:
         if method == "tools/call":
             with self.lock:
                 self.running.add(id_)
-            pool.submit(self.call, id_, params, modern)
+            self.calls.put((id_, params, modern))
             return
         try:
             result = self.answer(method, params, modern)
@@ -196,20 +204,32 @@ class _Session:
             result.update(resultType="complete", _meta={SERVER_KEY: self.info})
         return result
 
+    def work(self):
+        """A worker: take calls off the queue until told to stop (None)."""
+        while (call := self.calls.get()) is not None:
+            self.call(*call)
+
     def call(self, id_, params, modern):
-        """Run one tools/call in a worker thread and send its answer (unless called off)."""
+        """Run one tools/call and send its answer (unless the client called it off)."""
+        if id_ in self.called_off:  # called off before its turn came
+            return self.settle(id_, None)
         try:
             answer = reply(id_, self.stamped(self.run(params), modern))
         except _Refusal as no:
             answer = reply(id_, code=no.code, said=str(no), data=no.data)
         except Exception as e:  # a bug here must not leave the client waiting for ever
             answer = reply(id_, code=INTERNAL_ERROR, said=f"{type(e).__name__}: {said_by(e)}")
+        self.settle(id_, answer)
+
+    def settle(self, id_, answer):
+        """Send a call's answer, unless the client no longer wants it; it runs no more."""
         with self.lock:
+            if id_ not in self.called_off and answer is not None:
+                self.writer.write(line(answer))
+                self.writer.flush()
+            self.called_off.discard(id_)
             self.running.discard(id_)
-            if id_ in self.called_off:
-                self.called_off.discard(id_)
-                return  # the client said it no longer wants the answer
-        self.send(answer)
+            self.lock.notify_all()
 
     def run(self, params) -> dict:
         name, arguments = params.get("name"), params.get("arguments", {})
