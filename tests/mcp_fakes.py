@@ -4,6 +4,8 @@
     python tests/mcp_fakes.py silent     reads nothing and answers nothing
     python tests/mcp_fakes.py garbage    prints a banner on stdout, as no MCP server may
     python tests/mcp_fakes.py stubborn   answers the handshake, then ignores stdin's end and SIGTERM
+    python tests/mcp_fakes.py odd        lists odd tools, asks the client a question mid-call, then writes
+                                         a reply with a key given twice
     python tests/mcp_fakes.py orders     the order desk served by the official mcp SDK (MCPServer)
 
 It also holds tools for `python -m microagent.mcp mcp_fakes:noisy mcp_fakes:slow` (run
@@ -55,6 +57,39 @@ def stubborn():
         time.sleep(1)
 
 
+ODD_TOOLS = [
+    {"name": "admin.tools.list", "description": "A dotted name.",
+     "inputSchema": {"type": "object", "properties": {"x": True, "y": {"type": 7}}, "required": ["x", 5]}},
+    {"name": "2fa", "inputSchema": {}},
+    {"name": "text-only", "inputSchema": {"type": "string"}},
+    {"description": "no name", "inputSchema": {"type": "object"}},
+]
+
+
+def odd():
+    """A handshake-era server whose tools and answers are odd, one way each."""
+    def send(message):
+        print(json.dumps(message), flush=True)
+    for raw in sys.stdin:
+        msg = json.loads(raw)
+        method, id_ = msg.get("method"), msg.get("id")
+        if method == "server/discover":
+            send({"jsonrpc": "2.0", "id": id_, "error": {"code": -32601, "message": "Method not found"}})
+        elif method == "initialize":
+            send({"jsonrpc": "2.0", "id": id_, "result": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                         "serverInfo": {"name": "odd", "version": "1"}}})
+        elif method == "tools/list":
+            send({"jsonrpc": "2.0", "id": id_, "result": {"tools": ODD_TOOLS}})
+        elif method == "tools/call" and msg["params"]["name"] == "admin.tools.list":
+            # the server numbers its own requests: this one has the very id of the call it serves
+            send({"jsonrpc": "2.0", "id": id_, "method": "ping"})
+            answer = sys.stdin.readline()
+            send({"jsonrpc": "2.0", "id": id_, "result": {"content": [{"type": "text", "text": answer.strip()}]}})
+        elif method == "tools/call":
+            sys.stdout.write('{"jsonrpc": "2.0", "id": %d, "result": {"content": []}, "result": {}}\n' % id_)
+            sys.stdout.flush()
+
+
 def orders():
     """The order desk, written with the official SDK, not with microagent.mcp."""
     from mcp.server.mcpserver import MCPServer
@@ -81,5 +116,7 @@ if __name__ == "__main__":
         time.sleep(60)
     elif mode == "stubborn":
         stubborn()
+    elif mode == "odd":
+        odd()
     elif mode == "orders":
         orders()

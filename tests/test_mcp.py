@@ -245,6 +245,27 @@ def test_a_server_stops_when_its_stdin_closes_and_one_that_wont_is_killed(everyt
                                                "connect again to use it")
 
 
+def test_odd_tools_get_names_and_schemas_tool_takes_and_odd_answers_are_read_or_refused(quick_stop):
+    with connect([*FAKES, "odd"], name="odd") as server:
+        assert server.protocol == "2025-06-18"
+        tools = {t.name: t for t in server.tools()}
+        assert list(tools) == ["admin_tools_list", "_2fa"]
+        assert server.skipped == [
+            "'text-only': its inputSchema is not a JSON Schema of an object: '{\"type\": \"string\"}'",
+            "a tool with no name: '{\"description\": \"no name\", \"inputSchema\": {\"type\": \"object\"}}'"]
+        assert tools["admin_tools_list"].schema == {"type": "object", "properties": {"x": {}, "y": {}},
+                                                    "required": ["x"]}
+        assert tools["admin_tools_list"].run("{}").content == \
+            "error: bad arguments for admin_tools_list: missing x (it takes: x, y)"
+        # mid-call the server asks us something, under the call's own id: we answer it (ping), and
+        # do not take its question for the call's answer
+        asked = json.loads(tools["admin_tools_list"].run('{"x": [1], "y": "s"}').content)
+        assert asked == {"jsonrpc": "2.0", "id": asked["id"], "result": {}}
+        garbled = tools["_2fa"].run("{}")
+        assert garbled.error and "is not an MCP message" in garbled.content and "given twice" in garbled.content
+        assert tools["admin_tools_list"].run('{"x": 1}').content == garbled.content
+
+
 # -- servers that go wrong at the start -----------------------------------------------
 
 def test_a_server_that_dies_at_the_start_is_named_with_its_last_words_and_what_to_do():

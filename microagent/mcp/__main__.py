@@ -32,7 +32,10 @@ def tools_of(spec: str) -> list[Tool]:
     except (ImportError, AttributeError) as e:
         raise ValueError(f"can't find {spec}: {e}") from None
     if callable(found) and not isinstance(found, (Tool, Agent)):
-        found = found()
+        try:
+            found = found()
+        except Exception as e:
+            raise ValueError(f"{spec}() failed: {type(e).__name__}: {e}") from None
     if isinstance(found, Agent):
         return list(found.tools.values())
     if isinstance(found, Tool):

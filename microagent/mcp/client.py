@@ -112,9 +112,8 @@ class Server:
                 and all(isinstance(part, str) for part in command)):
             raise TypeError(f"the command is a list of strings, the program first: "
                             f"['npx', '-y', 'some-mcp-server'], not {command!r}")
-        for what, value in (("timeout", timeout), ("probe", probe)):
-            if not (type(value) in (int, float) and 0 < value < math.inf):
-                raise ValueError(f"{what} is a number of seconds above 0, not {value!r}")
+        _seconds("timeout", timeout)
+        _seconds("probe", probe)
         if not (type(max_result) is int and max_result > 0):
             raise ValueError(f"max_result is a number of characters, not {max_result!r}")
         if cancel is not None and not callable(getattr(cancel, "is_set", None)):
@@ -167,6 +166,8 @@ class Server:
         ('admin_tools_list'); the call still goes out under the server's own name.
         `timeout`: seconds for each call (None: the server's timeout).
         """
+        if timeout is not None:
+            _seconds("timeout", timeout)
         listed, cursor = [], None
         for _ in range(MAX_PAGES):
             result = self.request("tools/list", {} if cursor is None else {"cursor": cursor})
@@ -201,12 +202,19 @@ class Server:
         In the 2026-07-28 protocol the params carry the version and the client's
         capabilities in _meta; in the handshake's they go as they are.
         """
+        if timeout is not None:
+            _seconds("timeout", timeout)
+        return self._ask(method, self._params(method, params),
+                         self.timeout if timeout is None else timeout,
+                         self.cancel if cancel is None else cancel)
+
+    def _params(self, method, params):
+        """The params as the protocol spoken wants them: in 2026-07-28, with the _meta."""
         params = dict(params or {})
         if self.protocol in MODERN or method == "server/discover":
             params["_meta"] = {**params.get("_meta", {}), VERSION_KEY: MODERN[-1],
                                CAPABILITIES_KEY: {}, CLIENT_KEY: CLIENT}
-        return self._ask(method, params, self.timeout if timeout is None else timeout,
-                         self.cancel if cancel is None else cancel)
+        return params
 
     def stderr(self, most: int = 2000) -> str:
         """The last `most` characters the server wrote to its stderr (your secrets blanked)."""
@@ -236,8 +244,10 @@ class Server:
                 continue
         for thread in self._threads:
             thread.join(GRACE)
-        for pipe in (self._proc.stdout, self._proc.stderr):
-            pipe.close()
+        reader, drain, _ = self._threads
+        for thread, pipe in ((reader, self._proc.stdout), (drain, self._proc.stderr)):
+            if not thread.is_alive():  # (closing a pipe a thread still reads would block)
+                pipe.close()
 
     def __enter__(self):
         return self
@@ -254,7 +264,9 @@ class Server:
     def _open(self):
         """Probe with server/discover; on an error or silence, the initialize handshake."""
         try:
-            found = self.request("server/discover", timeout=min(self.probe, self.timeout))
+            # opening is not called off by the cancel event: it is setup, and it has timeouts
+            found = self._ask("server/discover", self._params("server/discover", {}),
+                              min(self.probe, self.timeout), None)
         except McpError as e:
             if e.why == "gone":
                 raise self._at_start(e, "server/discover") from None
@@ -278,7 +290,8 @@ class Server:
             if e.code == UNSUPPORTED_VERSION and MODERN[-1] in _supported(e):
                 # a modern server slow to start: our probe timed out, then it answered
                 # it, and it now refuses the handshake; ask it again, with time
-                found = self.request("server/discover")
+                found = self._ask("server/discover", self._params("server/discover", {}),
+                                  self.timeout, None)
                 return self._adopt(MODERN[-1], found, _meta_of(found).get(SERVER_KEY))
             raise self._at_start(e, "initialize") from None
         version = found.get("protocolVersion")
@@ -287,7 +300,7 @@ class Server:
                            f"version {quote(str(version))}, which this client does not "
                            f"speak ({', '.join(LEGACY + MODERN)})")
         self._adopt(version, found, found.get("serverInfo"))
-        self._outbox.put({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        self._outbox.put(line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
 
     def _adopt(self, version, found, info):
         self.protocol = version
@@ -331,8 +344,8 @@ class Server:
         if method == "tools/call":  # progress, if it tells any, comes under the call's id
             params = {**params, "_meta": {**params.get("_meta", {}), "progressToken": id_}}
         try:
-            self._outbox.put({"jsonrpc": "2.0", "id": id_, "method": method,
-                              "params": params})
+            self._outbox.put(line({"jsonrpc": "2.0", "id": id_, "method": method,
+                                   "params": params}))  # here: a TypeError is the caller's
             deadline = time.monotonic() + timeout
             while True:
                 left = deadline - time.monotonic()
@@ -369,8 +382,8 @@ class Server:
         return got["result"]
 
     def _call_off(self, id_, reason):
-        self._outbox.put({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                          "params": {"requestId": id_, "reason": reason}})
+        self._outbox.put(line({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                               "params": {"requestId": id_, "reason": reason}}))
 
     # -- the tools --------------------------------------------------------------
 
@@ -432,7 +445,7 @@ class Server:
                     continue
                 try:
                     self._heard(message(raw), len(raw))
-                except ValueError as e:
+                except Exception as e:  # a shape no MCP message has
                     self._garbled = True
                     return self._end(
                         f"the MCP server {self.name} wrote something on its stdout that is "
@@ -450,7 +463,7 @@ class Server:
             answer = (reply(id_, {}) if method == "ping" else
                       reply(id_, code=METHOD_NOT_FOUND,
                             said=f"this client offers no {method}"))
-            self._outbox.put(answer)
+            self._outbox.put(line(answer))
         elif isinstance(method, str):  # a notification
             if method == "notifications/tools/list_changed":
                 self._changed = self._seen
@@ -487,8 +500,8 @@ class Server:
     def _write(self):
         pipe = self._proc.stdin
         try:
-            while (msg := self._outbox.get()) is not None:
-                pipe.write(line(msg))
+            while (data := self._outbox.get()) is not None:
+                pipe.write(data)
                 pipe.flush()
         except (OSError, ValueError):  # the server is gone: the reader says why
             pass
@@ -502,7 +515,7 @@ class Server:
         """The connection is over: every request waiting hears `why`."""
         with self._lock:
             if self._gone is None:
-                self._gone = why
+                self._gone = self._blank(why)
             waiting = list(self._pending.values())
         for each in waiting:
             each.done.set()
@@ -679,6 +692,11 @@ def _signal_name(number):
         return signal.Signals(number).name
     except ValueError:
         return f"signal {number}"
+
+
+def _seconds(what, value):
+    if not (type(value) in (int, float) and 0 < value < math.inf):
+        raise ValueError(f"{what} is a number of seconds above 0, not {value!r}")
 
 
 def _environment(extra):

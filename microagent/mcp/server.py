@@ -88,6 +88,11 @@ def offered(tools) -> dict[str, Tool]:
     office = {t.name: t for t in tools if not t.terminal}
     if len(office) != len([t for t in tools if not t.terminal]):
         raise ValueError(f"two tools share a name: {[t.name for t in tools]}")
+    for tool in office.values():
+        try:
+            line(listing(tool))
+        except (TypeError, ValueError):
+            raise ValueError(f"the schema of {tool.name} is not JSON: {tool.schema!r}") from None
     return office
 
 

@@ -60,8 +60,9 @@ def message(raw: bytes) -> dict:
     text = raw.decode("utf-8", "replace").strip()
     try:
         found = read_json(text)
-    except ValueError:
-        raise ValueError(f"not JSON: {quote(text)}") from None
+    except ValueError as e:  # not JSON at all, or JSON read_json refuses (a key twice, NaN)
+        why = "not JSON" if str(e).startswith("the text is not valid JSON") else str(e)
+        raise ValueError(f"{why}: {quote(text)}") from None
     if not isinstance(found, dict):
         raise ValueError(f"not a JSON-RPC message (a JSON object): {quote(text)}")
     return found
