@@ -10,7 +10,6 @@
 - the refund office whose order lookup is an MCP server, end to end.
 """
 
-import contextlib
 import io
 import json
 import os
@@ -26,6 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mcp_peers
+from printed import check_blocks, python_blocks
 from microagent import CANCELLED, DONE, Action, Agent, Tool, final_answer, scripted, story
 from microagent.demo import QUESTION, support_agent
 from microagent.mcp import McpError, checkable, client, connect, serve
@@ -493,15 +493,8 @@ def test_any_mcp_name_becomes_a_name_tool_takes_and_no_other_tool_has(name, take
 
 def test_the_mcp_readme_runs_as_printed():
     readme = (TESTS.parent / "microagent" / "mcp" / "README.md").read_text()
-    blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
-    assert blocks
-    for i, block in enumerate(blocks):
-        code = "\n".join(line for line in block.splitlines() if not line.startswith("# "))
-        promised = [line[2:] for line in block.splitlines() if line.startswith("# ")]
-        printed = io.StringIO()
-        with contextlib.redirect_stdout(printed):
-            exec(compile(code, f"microagent/mcp/README.md, python block {i}", "exec"), {})
-        assert printed.getvalue().splitlines() == promised, f"python block {i} prints something else"
+    assert len(python_blocks(readme)) == 2, "the time server's tools, and the office with its desk over MCP"
+    check_blocks(readme, "microagent/mcp/README.md")
 
 
 def test_the_limits_are_what_the_readme_says():
