@@ -53,7 +53,9 @@ NEEDS_A_HUMAN = ("{name} needs a human's approval in the office that serves it, 
 def serve(tools: list[Tool], reader=None, writer=None, *, name: str = "microagent",
           instructions: str = "") -> None:
     """Serve `tools` over MCP until the reader ends: stdin and stdout unless given
-    (binary streams). Returns once the last call under way has been answered."""
+    (binary streams; with stdout, file 1 is the MCP stream from then on, and
+    sys.stdout is stderr). Returns once the calls under way have been answered,
+    or after LINGER seconds."""
     office = offered(tools)
     if writer is None:  # fd 1 is the MCP stream now; whatever else writes there goes to 2
         writer = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
@@ -120,8 +122,15 @@ class _Session:
 
     def send(self, msg):
         with self.lock:
+            self.write(msg)
+
+    def write(self, msg):
+        """Write one message (the lock held); a client gone leaves nobody to tell."""
+        try:
             self.writer.write(line(msg))
             self.writer.flush()
+        except (OSError, ValueError):  # a closed pipe: its stdin ends too, and so do we
+            pass
 
     def take(self, msg):
         """Act on one message: answer a request (a call through a worker), heed a notification."""
@@ -157,6 +166,9 @@ class _Session:
             result = self.answer(method, params, modern)
         except _Refusal as no:
             return self.send(reply(id_, code=no.code, said=str(no), data=no.data))
+        except Exception as e:  # a bug here must not take the server down
+            return self.send(reply(id_, code=INTERNAL_ERROR,
+                                   said=f"{type(e).__name__}: {said_by(e)}"))
         self.send(reply(id_, result))
 
     def era(self, method, params) -> bool:
@@ -230,8 +242,7 @@ class _Session:
         """Send a call's answer, unless the client no longer wants it; it runs no more."""
         with self.lock:
             if id_ not in self.called_off and answer is not None:
-                self.writer.write(line(answer))
-                self.writer.flush()
+                self.write(answer)
             self.called_off.discard(id_)
             self.running.discard(id_)
             self.lock.notify_all()
