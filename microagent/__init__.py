@@ -3,7 +3,7 @@
 Read them in this order: message, context, tool, policy, agent. Every other
 file in this folder is a chapter: one small module built on those five, which
 wraps a Tool, wraps a Policy, or writes notes. Every folder is the workshop:
-what faces the world (a hardened model client, an HTTP host), built on the
+what faces the world (a hardened model client, an HTTP host, MCP), built on the
 book's public names only.
 """
 

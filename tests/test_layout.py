@@ -1,8 +1,6 @@
 """The claims the README and the design make about the code, checked so they cannot drift."""
 
 import ast
-import contextlib
-import io
 import pathlib
 import re
 import subprocess
@@ -19,6 +17,7 @@ WORKSHOP = sorted(p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__in
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import size  # noqa: E402  (benchmarks/size.py, the counter the README quotes)
+from printed import check_blocks, python_blocks  # noqa: E402  (tests/printed.py)
 
 
 def imports(path: pathlib.Path) -> list[tuple[str, list[str]]]:
@@ -103,15 +102,8 @@ def test_the_readme_is_a_front_door_a_learner_finishes():
 
 
 def test_every_python_block_in_the_readme_runs_and_prints_what_its_comments_say():
-    blocks = re.findall(r"```python\n(.*?)```", README, re.S)
-    assert len(blocks) >= 2, "the taste, and a brain written by hand"
-    for i, block in enumerate(blocks):
-        code = "\n".join(line for line in block.splitlines() if not line.startswith("# "))
-        promised = [line[2:] for line in block.splitlines() if line.startswith("# ")]
-        printed = io.StringIO()
-        with contextlib.redirect_stdout(printed):
-            exec(compile(code, f"README.md, python block {i}", "exec"), {})
-        assert printed.getvalue().splitlines() == promised, f"python block {i} prints something else"
+    assert len(python_blocks(README)) >= 2, "the taste, and a brain written by hand"
+    check_blocks(README, "README.md")
 
 
 def test_ci_runs_the_readme_test_command():

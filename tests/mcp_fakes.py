@@ -1,0 +1,122 @@
+"""Small MCP peers that go wrong on purpose, run as real subprocesses by tests/test_mcp.py.
+
+    python tests/mcp_fakes.py dies       writes its last words to stderr and exits 3
+    python tests/mcp_fakes.py silent     reads nothing and answers nothing
+    python tests/mcp_fakes.py garbage    prints a banner on stdout, as no MCP server may
+    python tests/mcp_fakes.py stubborn   answers the handshake, then ignores stdin's end and SIGTERM
+    python tests/mcp_fakes.py odd        lists odd tools, asks the client a question mid-call, then writes
+                                         a reply with a key given twice
+    python tests/mcp_fakes.py orders     the order desk served by the official mcp SDK (MCPServer)
+
+It also holds tools for `python -m microagent.mcp mcp_fakes:noisy mcp_fakes:slow` (run
+from tests/): one that prints on stdout while it is served, one that takes its time.
+"""
+
+import json
+import signal
+import sys
+import time
+
+from microagent import Tool
+from microagent.demo import look_up_order as desk_lookup
+
+
+def _noisy(text: str) -> str:
+    print("a print in a tool, on stdout", text)  # must land on stderr, not on the MCP stream
+    return f"said {text}"
+
+
+def _slow(seconds: float) -> str:
+    time.sleep(seconds)
+    return f"slept {seconds}"
+
+
+noisy = Tool("noisy", "Print something on stdout, then answer.", _noisy)
+slow = Tool("slow", "Sleep a while, then answer.", _slow,
+            schema={"type": "object", "properties": {"seconds": {"type": "number"}}, "required": ["seconds"]})
+
+
+def stubborn():
+    """A handshake-era server with one tool that never answers; deaf to stdin's end and SIGTERM."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    for raw in sys.stdin:
+        msg = json.loads(raw)
+        if msg.get("method") == "initialize":
+            result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                      "serverInfo": {"name": "stubborn", "version": "1"}}
+        elif msg.get("method") == "tools/list":
+            result = {"tools": [{"name": "wait", "inputSchema": {"type": "object"}}]}
+        elif "id" in msg and msg.get("method") == "server/discover":
+            print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "no"}}),
+                  flush=True)
+            continue
+        else:
+            continue
+        print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
+    while True:  # stdin closed: a well-behaved server would exit here
+        time.sleep(1)
+
+
+ODD_TOOLS = [
+    {"name": "admin.tools.list", "description": "A dotted name.",
+     "inputSchema": {"type": "object", "properties": {"x": True, "y": {"type": 7}}, "required": ["x", 5]}},
+    {"name": "2fa", "inputSchema": {}},
+    {"name": "text-only", "inputSchema": {"type": "string"}},
+    {"description": "no name", "inputSchema": {"type": "object"}},
+]
+
+
+def odd():
+    """A handshake-era server whose tools and answers are odd, one way each."""
+    def send(message):
+        print(json.dumps(message), flush=True)
+    for raw in sys.stdin:
+        msg = json.loads(raw)
+        method, id_ = msg.get("method"), msg.get("id")
+        if method == "server/discover":
+            send({"jsonrpc": "2.0", "id": id_, "error": {"code": -32601, "message": "Method not found"}})
+        elif method == "initialize":
+            send({"jsonrpc": "2.0", "id": id_, "result": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                         "serverInfo": {"name": "odd", "version": "1"}}})
+        elif method == "tools/list":
+            send({"jsonrpc": "2.0", "id": id_, "result": {"tools": ODD_TOOLS}})
+        elif method == "tools/call" and msg["params"]["name"] == "admin.tools.list":
+            # the server numbers its own requests: this one has the very id of the call it serves
+            send({"jsonrpc": "2.0", "id": id_, "method": "ping"})
+            answer = sys.stdin.readline()
+            send({"jsonrpc": "2.0", "id": id_, "result": {"content": [{"type": "text", "text": answer.strip()}]}})
+        elif method == "tools/call":
+            sys.stdout.write('{"jsonrpc": "2.0", "id": %d, "result": {"content": []}, "result": {}}\n' % id_)
+            sys.stdout.flush()
+
+
+def orders():
+    """The order desk, written with the official SDK, not with microagent.mcp."""
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("orders")
+
+    @server.tool()
+    def look_up_order(order_id: str) -> str:
+        """Look up an order by its id: what it is, what it cost, and its state."""
+        return desk_lookup(order_id=order_id)
+
+    server.run("stdio")
+
+
+if __name__ == "__main__":
+    mode = sys.argv[1]
+    if mode == "dies":
+        sys.stderr.write("loading config...\nboom: no API key in MY_SERVICE_KEY\n")
+        sys.exit(3)
+    elif mode == "silent":
+        time.sleep(60)
+    elif mode == "garbage":
+        print("Welcome to my server! Listening on stdio.", flush=True)
+        time.sleep(60)
+    elif mode == "stubborn":
+        stubborn()
+    elif mode == "odd":
+        odd()
+    elif mode == "orders":
+        orders()

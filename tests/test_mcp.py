@@ -1,0 +1,502 @@
+"""microagent.mcp against MCP peers nobody here wrote, and against peers that go wrong on purpose.
+
+- the client against mcp-server-time (PyPI; it speaks 2026-07-28) and
+  @modelcontextprotocol/server-everything (npm; it speaks only 2025-11-25), both real
+  subprocesses: list, call, an error result, an unknown tool, other kinds of content, a call
+  cancelled mid-way, a timeout, a flood on stderr, a server killed mid-call;
+- the client against small servers that die, hang, print garbage or won't stop (tests/mcp_fakes.py);
+- the server (`python -m microagent.mcp`) with the official `mcp` SDK's client in its three
+  modes, and against hostile lines;
+- the refund office whose order lookup is an MCP server, end to end.
+"""
+
+import io
+import json
+import os
+import pathlib
+import re
+import signal
+import sys
+import threading
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import mcp_peers
+from printed import check_blocks, python_blocks
+from microagent import CANCELLED, DONE, Action, Agent, Tool, final_answer, scripted, story
+from microagent.demo import QUESTION, support_agent
+from microagent.mcp import McpError, checkable, client, connect, serve
+from microagent.mcp.client import cut, local_name, said
+from microagent.mcp.wire import MAX_LINE
+
+TESTS = pathlib.Path(__file__).resolve().parent
+FAKES = [sys.executable, str(TESTS / "mcp_fakes.py")]
+OURS = [sys.executable, "-m", "microagent.mcp"]
+
+
+@pytest.fixture(scope="module")
+def everything_command():
+    found = mcp_peers.everything()
+    if isinstance(found, str):
+        pytest.skip(found)
+    return found
+
+
+@pytest.fixture(scope="module")
+def everything(everything_command):
+    """One server-everything for the tests that only read from it."""
+    with connect(everything_command, name="everything", timeout=10) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def clock():
+    with connect(mcp_peers.time_server(), name="clock", timeout=20) as server:
+        yield server
+
+
+@pytest.fixture
+def quick_stop(monkeypatch):
+    """Servers that ignore their stdin's end are stopped after 0.2 s, not 2 s."""
+    monkeypatch.setattr(client, "GRACE", 0.2)
+
+
+def wait_until(condition, seconds=5.0):
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "it never happened"
+        time.sleep(0.02)
+
+
+def progress(server, token):
+    return [m["params"]["progress"] for m in list(server.heard)
+            if m.get("method") == "notifications/progress" and m["params"].get("progressToken") == token]
+
+
+# -- mcp-server-time: the 2026-07-28 protocol, no handshake -----------------------------
+
+def test_the_time_server_speaks_2026_and_its_tools_are_tools_whose_schema_is_its_input_schema(clock):
+    assert clock.protocol == "2026-07-28" and clock.info["name"] == "mcp-time"
+    tools = clock.tools()
+    listed = clock.request("tools/list")["tools"]
+    assert [t.name for t in tools] == [t["name"] for t in listed] == ["get_current_time", "convert_time"]
+    for tool, spec in zip(tools, listed, strict=True):
+        assert isinstance(tool, Tool) and tool.schema == spec["inputSchema"]
+        assert tool.description == spec["description"]
+
+
+def test_the_time_server_answers_a_call_and_a_wrong_time_is_an_error_note(clock):
+    convert = clock.tools()[1]
+    note = convert.run('{"source_timezone": "UTC", "time": "09:30", "target_timezone": "Asia/Tokyo"}')
+    assert not note.error and json.loads(note.content)["time_difference"] == "+9.0h"
+    note = convert.run('{"source_timezone": "UTC", "time": "9:30pm", "target_timezone": "Asia/Tokyo"}')
+    assert note.error and note.name == "convert_time"
+    assert note.content == "error: Error executing tool convert_time: Invalid time format. Expected HH:MM [24-hour format]"
+    # arguments that don't fit the inputSchema never leave: the loop's own check refuses them
+    assert convert.run('{"time": "09:30"}').content.startswith("error: bad arguments for convert_time: missing")
+
+
+def test_an_unknown_tool_is_the_servers_json_rpc_error_and_a_note_for_the_brain(clock):
+    with pytest.raises(McpError) as raised:
+        clock.request("tools/call", {"name": "nope", "arguments": {}})
+    assert raised.value.code == -32602 and "Unknown tool: nope" in str(raised.value)
+    note = clock.call("nope", {})
+    assert note.error and note.content == "error: clock refused tools/call: 'Unknown tool: nope' (JSON-RPC error -32602)"
+
+
+def test_a_modern_server_slow_to_start_answers_the_given_up_probe_late_and_is_probed_again():
+    # mcp-server-time takes about 0.4 s to start: a 0.05 s probe is given up, initialize goes out, and
+    # the server (which answered the late probe, and so serves the 2026-07-28 protocol) refuses it, -32022
+    with connect(mcp_peers.time_server(), probe=0.05) as server:
+        assert server.protocol == "2026-07-28"
+        assert list(server.heard)[:3] == [{"id": 1}, {"id": 2}, {"id": 3}]  # late probe, refusal, probe again
+        assert [t.name for t in server.tools()] == ["get_current_time", "convert_time"]
+
+
+# -- server-everything: the handshake's protocol, and everything it does --------------------
+
+def test_everything_falls_back_to_initialize_and_says_its_list_changed_before_it_answers(everything):
+    assert everything.protocol == "2025-11-25" and everything.info["name"] == "mcp-servers/everything"
+    tools = {t.name: t for t in everything.tools()}
+    assert {"get-sum", "trigger-long-running-operation", "echo"} <= set(tools)  # hyphens kept
+    heard = list(everything.heard)
+    changed = max(i for i, m in enumerate(heard) if m.get("method") == "notifications/tools/list_changed")
+    assert changed < len(heard) - 1 and "id" in heard[-1]  # the notification, then the list's answer
+    assert not everything.changed  # the list it answered came after the news, so it is current
+    assert tools["get-sum"].schema["$schema"] == "http://json-schema.org/draft-07/schema#"
+    assert tools["get-sum"].schema["required"] == ["a", "b"]
+
+
+def test_everything_sums_and_its_unknown_tool_is_an_error_result(everything):
+    tools = {t.name: t for t in everything.tools()}
+    assert tools["get-sum"].run('{"a": 2, "b": 3}').content == "The sum of 2 and 3 is 5."
+    note = everything.call("nope", {})  # server-everything answers isError, not a JSON-RPC error
+    assert note.error and note.content == "error: MCP error -32602: Tool nope not found"
+    assert tools["echo"].run('{"message": 3}').content == \
+        "error: bad arguments for echo: message must be string, not int 3"
+
+
+def test_blocks_that_are_not_text_are_described_and_a_long_result_is_cut(everything_command):
+    with connect(everything_command, name="everything", max_result=1000) as server:
+        image = server.call("get-tiny-image", {})
+        assert re.fullmatch(r"Here's the image you requested:\n\[an image, image/png, [\d,]+ bytes, not shown\]\n"
+                            r"The image above is the MCP logo\.", image)
+        links = server.call("get-resource-links", {"count": 2})
+        assert "[a link to a resource: Blob Resource 1, demo://resource/dynamic/blob/1]" in links
+        echoed = server.call("echo", {"message": "x" * 50_000})
+        assert echoed.startswith("Echo: xxx") and len(echoed) < 1100
+        assert echoed.endswith("\n[cut: the result was 50,006 characters; only the first 1,000 are above]")
+
+
+def test_the_server_sees_only_harmless_variables_and_what_you_pass_is_blanked_in_what_it_says(
+        everything_command, monkeypatch):
+    monkeypatch.setenv("MICROAGENT_TEST_SECRET", "sk-never-reaches-the-server")
+    with connect(everything_command, env={"SERVICE_TOKEN": "tok-0123456789"}) as server:
+        seen = server.call("get-env", {})
+    assert "sk-never-reaches-the-server" not in seen and "MICROAGENT_TEST_SECRET" not in seen
+    assert '"SERVICE_TOKEN": "[SERVICE_TOKEN]"' in seen and "tok-0123456789" not in seen
+
+
+def test_the_agents_cancel_calls_off_a_long_operation_mid_way_and_the_server_keeps_sending_progress(
+        everything_command):
+    stop = threading.Event()
+    with connect(everything_command, name="everything", cancel=stop) as server:
+        tools = server.tools()
+        long_run = Action("trigger-long-running-operation", {"duration": 3, "steps": 6}, "a long job")
+        agent = Agent(scripted(long_run, Action("final_answer", {"answer": "done"})), [*tools, final_answer])
+        before_cancel = []
+
+        def cancel_at_step_two():
+            wait_until(lambda: any(p >= 2 for m in list(server.heard) if m.get("method") == "notifications/progress"
+                                   for p in [m["params"]["progress"]]))
+            before_cancel.extend(m for m in list(server.heard) if m.get("method") == "notifications/progress")
+            stop.set()
+        threading.Thread(target=cancel_at_step_two, daemon=True).start()
+        started = time.monotonic()
+        ctx = agent.run("run the long job", cancel=stop)  # the same event: the loop and the call
+        took = time.monotonic() - started
+        assert agent.why_stop(ctx, stop) == CANCELLED and took < 2.5  # the job would take 3 s
+        note = ctx.last()  # user, decision, result: the loop heard the cancel between steps
+        assert [m.kind for m in ctx] == ["question", "decision", "result"]
+        assert note.error and note.content == ("error: cancelled: tools/call was called off before "
+                                               "everything answered (notifications/cancelled sent)")
+        token = before_cancel[0]["params"]["progressToken"]
+        # server-everything goes on with the job, telling its progress, though asked to stop:
+        wait_until(lambda: 6 in progress(server, token), seconds=4)
+        assert max(progress(server, token)) > max(m["params"]["progress"] for m in before_cancel)
+        time.sleep(0.2)
+        assert {"id": token} not in list(server.heard)  # ...and it never answers the call
+        stop.clear()
+        assert server.call("get-sum", {"a": 1, "b": 1}) == "The sum of 1 and 1 is 2."
+
+
+def test_a_call_that_takes_too_long_is_called_off_at_its_timeout_and_the_server_goes_on(everything):
+    slow = {t.name: t for t in everything.tools(timeout=0.5)}["trigger-long-running-operation"]
+    started = time.monotonic()
+    note = slow.run('{"duration": 5, "steps": 5}')
+    assert time.monotonic() - started < 1.5
+    assert note.error and note.content == ("error: everything did not answer tools/call within 0.5 s; it was "
+                                           "called off (notifications/cancelled sent). Try again, or give a "
+                                           "longer timeout=")
+    assert everything.call("get-sum", {"a": 2, "b": 2}) == "The sum of 2 and 2 is 4."
+
+
+def test_a_server_that_floods_its_stderr_is_drained_and_still_answers(everything_command):
+    # 2 MB on stderr before it starts: a pipe nobody read would hold it at 64 KiB, for ever
+    flood = [sys.executable, "-c", "import os, sys; sys.stderr.write('x' * 2_000_000 + '\\n'); sys.stderr.flush(); "
+             f"os.execv({everything_command[0]!r}, {everything_command!r})"]
+    with connect(flood, name="flood", timeout=10) as server:
+        assert server.call("get-sum", {"a": 2, "b": 3}) == "The sum of 2 and 3 is 5."
+        wait_until(lambda: "Starting default (STDIO) server..." in server.stderr())
+        assert len(server._tail) <= client.TAIL
+
+
+def test_a_server_killed_mid_call_gives_a_note_that_names_it_and_quotes_its_last_words(everything_command):
+    with connect(everything_command, name="everything") as server:
+        def kill_at_first_progress():
+            wait_until(lambda: any(m.get("method") == "notifications/progress" for m in list(server.heard)))
+            os.kill(server.pid, signal.SIGKILL)
+        threading.Thread(target=kill_at_first_progress, daemon=True).start()
+        started = time.monotonic()
+        note = server.call("trigger-long-running-operation", {"duration": 5, "steps": 10})
+        assert time.monotonic() - started < 3
+        words = ("error: the MCP server everything was killed by SIGKILL; its stderr ends: "
+                 "'Starting default (STDIO) server...'. Connect again to start it anew")
+        assert note.error and note.content == words
+        assert server.call("get-sum", {"a": 1, "b": 2}).content == words  # at once, the same words
+        with pytest.raises(McpError, match="was killed by SIGKILL"):
+            server.tools()
+
+
+def test_a_server_stops_when_its_stdin_closes_and_one_that_wont_is_killed(everything_command, monkeypatch):
+    with connect(everything_command) as server:
+        pass
+    assert server._proc.returncode == 0  # server-everything goes when its stdin closes (in 0.4 s)
+    monkeypatch.setattr(client, "GRACE", 0.2)
+    server = connect([*FAKES, "stubborn"], name="stubborn")
+    assert [t.name for t in server.tools()] == ["wait"]
+    started = time.monotonic()
+    server.close()
+    assert server._proc.returncode == -signal.SIGKILL and time.monotonic() - started < 1.5
+    assert server.call("wait", {}).content == ("error: the connection to the MCP server stubborn was closed; "
+                                               "connect again to use it")
+
+
+def test_odd_tools_get_names_and_schemas_tool_takes_and_odd_answers_are_read_or_refused(quick_stop):
+    with connect([*FAKES, "odd"], name="odd") as server:
+        assert server.protocol == "2025-06-18"
+        tools = {t.name: t for t in server.tools()}
+        assert list(tools) == ["admin_tools_list", "_2fa"]
+        assert server.skipped == [
+            "'text-only': its inputSchema is not a JSON Schema of an object: '{\"type\": \"string\"}'",
+            "a tool with no name: '{\"description\": \"no name\", \"inputSchema\": {\"type\": \"object\"}}'"]
+        assert tools["admin_tools_list"].schema == {"type": "object", "properties": {"x": {}, "y": {}},
+                                                    "required": ["x"]}
+        assert tools["admin_tools_list"].run("{}").content == \
+            "error: bad arguments for admin_tools_list: missing x (it takes: x, y)"
+        # mid-call the server asks us something, under the call's own id: we answer it (ping), and
+        # do not take its question for the call's answer
+        asked = json.loads(tools["admin_tools_list"].run('{"x": [1], "y": "s"}').content)
+        assert asked == {"jsonrpc": "2.0", "id": asked["id"], "result": {}}
+        garbled = tools["_2fa"].run("{}")
+        assert garbled.error and "is not an MCP message" in garbled.content and "given twice" in garbled.content
+        assert tools["admin_tools_list"].run('{"x": 1}').content == garbled.content
+
+
+# -- servers that go wrong at the start -----------------------------------------------
+
+def test_a_server_that_dies_at_the_start_is_named_with_its_last_words_and_what_to_do():
+    with pytest.raises(McpError) as raised:
+        connect([*FAKES, "dies"], name="dies")
+    assert str(raised.value).startswith(
+        "the MCP server dies exited with code 3; its stderr ends: 'loading config...; boom: no API key in "
+        "MY_SERVICE_KEY'. It never answered server/discover: check the command")
+    assert "unless you give env=" in str(raised.value)
+
+
+def test_a_server_that_hangs_at_the_start_times_out_and_is_stopped(quick_stop):
+    started = time.monotonic()
+    with pytest.raises(McpError) as raised:
+        connect([*FAKES, "silent"], name="silent", timeout=0.5)
+    assert time.monotonic() - started < 2.5
+    assert str(raised.value) == ("the MCP server silent did not answer initialize within 0.5 s (nor "
+                                 "server/discover within 0.5 s); it wrote nothing to stderr. Is it an MCP "
+                                 "server over stdio? (some need an argument, such as 'stdio', to speak it)")
+
+
+def test_a_server_that_prints_garbage_on_stdout_is_refused_and_quoted(quick_stop):
+    with pytest.raises(McpError) as raised:
+        connect([*FAKES, "garbage"], name="garbage")
+    assert str(raised.value) == (
+        "the MCP server garbage wrote something on its stdout that is not an MCP message (not JSON: "
+        "'Welcome to my server! Listening on stdio.'). A server over stdio writes only JSON-RPC there, its "
+        "logs to stderr: check that the command starts an MCP server over stdio, and that nothing it runs prints")
+
+
+def test_a_program_that_is_not_there_and_arguments_that_are_not_a_command():
+    with pytest.raises(McpError, match=r"could not start the MCP server 'no-such-mcp-server-x': .*on the PATH"):
+        connect(["no-such-mcp-server-x"])
+    with pytest.raises(TypeError, match="a list of strings"):
+        connect("npx some-server")
+    with pytest.raises(ValueError, match="timeout is a number of seconds"):
+        connect(OURS, timeout=0)
+
+
+# -- our server, with the official SDK's client in its three modes ----------------------
+
+@pytest.mark.parametrize("mode, version", [("legacy", "2025-11-25"), ("auto", "2026-07-28"),
+                                           ("2026-07-28", "2026-07-28")])
+def test_the_official_sdk_client_uses_the_offices_tools_in_each_of_its_modes(mode, version):
+    anyio = pytest.importorskip("anyio")
+    sdk = pytest.importorskip("mcp")
+    from mcp.client.client import Client
+    from mcp.shared.exceptions import MCPError
+
+    async def session():
+        async with Client(sdk.StdioServerParameters(command=sys.executable, args=["-m", "microagent.mcp"]),
+                          mode=mode) as office:
+            assert office.protocol_version == version
+            listed = await office.list_tools()
+            assert [t.name for t in listed.tools] == ["look_up_order", "check_policy", "issue_refund"]
+            assert listed.tools[0].input_schema["properties"] == {"order_id": {"type": "string"}}
+            found = await office.call_tool("look_up_order", {"order_id": "A1234"})
+            assert not found.is_error
+            assert found.content[0].text == "A1234, Wireless Headphones, $79, delivered, reported defective"
+            refund = await office.call_tool("issue_refund", {"order_id": "A1234", "amount": 79})
+            assert refund.is_error and "needs a human's approval" in refund.content[0].text
+            wrong = await office.call_tool("look_up_order", {"order_id": 5})
+            assert wrong.is_error and wrong.content[0].text == \
+                "bad arguments for look_up_order: order_id must be string, not int 5"
+            with pytest.raises(MCPError, match="Unknown tool: 'nope'"):
+                await office.call_tool("nope", {})
+    anyio.run(session)
+
+
+# -- our server, hostile lines and its own rules ----------------------------------------
+
+def served(*lines: bytes, tools=None) -> list[dict]:
+    """What serve() writes for these lines, in-process: each line it writes read back as JSON."""
+    out = io.BytesIO()
+    serve(list(support_agent().tools.values()) if tools is None else tools, io.BytesIO(b"".join(lines)), out)
+    return [json.loads(raw) for raw in out.getvalue().splitlines()]
+
+
+def ask(id_, method, params=None, version="2026-07-28"):
+    params = dict(params or {})
+    if version:
+        params["_meta"] = {"io.modelcontextprotocol/protocolVersion": version,
+                           "io.modelcontextprotocol/clientCapabilities": {}}
+    return json.dumps({"jsonrpc": "2.0", "id": id_, "method": method, "params": params}).encode() + b"\n"
+
+
+def test_our_server_answers_hostile_lines_with_errors_and_goes_on_serving():
+    answers = served(b"not json\n", b"[1, 2]\n", b'{"jsonrpc": "2.0", "id": [1], "method": "ping"}\n',
+                     b'{"a": 1, "a": 2}\n', ask(1, "tools/list", version=None), ask(2, "tools/list", version="1999"),
+                     ask(3, "resources/list"), ask(4, "tools/call", {"name": "check_policy", "arguments": "x"}),
+                     ask(5, "tools/call", {"name": "look_up_order", "arguments": {"order_id": "A1234"}}))
+    assert [(a["id"], a.get("error", {}).get("code")) for a in answers[:8]] == [
+        (None, -32700), (None, -32700), (None, -32600), (None, -32700), (1, -32602), (2, -32022), (3, -32601),
+        (4, -32602)]
+    assert answers[5]["error"]["data"] == {"supported": ["2026-07-28"], "requested": "1999"}
+    assert "must carry io.modelcontextprotocol/protocolVersion" in answers[4]["error"]["message"]
+    assert answers[8] == {"jsonrpc": "2.0", "id": 5, "result": {
+        "content": [{"type": "text", "text": "A1234, Wireless Headphones, $79, delivered, reported defective"}],
+        "isError": False, "resultType": "complete",
+        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "microagent", "version": "0.1.0"}}}}
+
+
+def test_our_server_speaks_the_handshake_after_initialize_and_discover_before_it():
+    answers = served(ask(1, "server/discover"), ask(2, "initialize", {"protocolVersion": "2025-06-18"}, None),
+                     b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n', ask(3, "tools/list", version=None),
+                     ask(4, "ping", version=None))
+    assert answers[0]["result"]["supportedVersions"] == ["2026-07-28"] and answers[0]["result"]["ttlMs"] == 0
+    assert answers[1]["result"]["protocolVersion"] == "2025-06-18"  # the version asked, as it speaks it
+    assert "resultType" not in answers[2]["result"] and len(answers[2]["result"]["tools"]) == 3
+    assert answers[3] == {"jsonrpc": "2.0", "id": 4, "result": {}}
+    assert len(answers) == 4  # nobody answers a notification
+
+
+def test_a_line_over_the_limit_is_refused_without_being_read_whole(monkeypatch):
+    monkeypatch.setattr("microagent.mcp.server.MAX_LINE", 300)
+    answers = served(b'{"x": "' + b"y" * 5000 + b'"}\n', ask(1, "ping"))
+    assert answers[0]["error"]["code"] == -32700 and "over" in answers[0]["error"]["message"]
+    assert answers[1]["id"] == 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.binary(max_size=60).map(lambda b: b.replace(b"\n", b"") + b"\n"), max_size=6),
+       st.lists(st.sampled_from(["ping", "tools/list", "tools/call", "initialize", "server/discover", "x"]),
+                max_size=4))
+def test_whatever_it_is_sent_our_server_writes_only_json_rpc_and_never_falls_over(noise, methods):
+    lines = [*noise, *(ask(i, m, {"name": "look_up_order", "arguments": {"order_id": "A1"}}) for i, m in
+                       enumerate(methods))]
+    for answer in served(*lines):
+        assert answer["jsonrpc"] == "2.0" and ("result" in answer) != ("error" in answer)
+
+
+def test_a_tool_that_prints_cannot_break_the_stream_and_a_called_off_call_gets_no_answer():
+    office = [*OURS, "mcp_fakes:noisy", "mcp_fakes:slow"]
+    with connect(office, name="office", cwd=str(TESTS)) as server:
+        assert server.call("noisy", {"text": "hello"}) == "said hello"
+        wait_until(lambda: "a print in a tool, on stdout hello" in server.stderr())
+        before = len(server.heard)
+        note = server.call("slow", {"seconds": 0.6}, timeout=0.2)
+        assert note.error and "did not answer tools/call within 0.2 s" in note.content
+        time.sleep(0.7)
+        assert list(server.heard)[before:] == []  # the tool ran to its end, and no answer came
+        assert server.call("slow", {"seconds": 0}) == "slept 0"
+        server.call("slow", {"seconds": 30}, timeout=0.1)  # still asleep when stdin closes...
+        started = time.monotonic()
+    assert server._proc.returncode == 0 and time.monotonic() - started < 1.8  # ...yet it exits, after LINGER
+
+
+def test_a_tool_that_needs_approval_is_listed_but_never_run_by_an_mcp_call():
+    ran = []
+    refund = Tool("issue_refund", "Refund an order.", lambda order_id: ran.append(order_id) or "refunded",
+                  needs_approval=True)
+    answers = served(ask(1, "tools/list"), ask(2, "tools/call", {"name": "issue_refund",
+                                                                 "arguments": {"order_id": "A1"}}),
+                     tools=[refund, final_answer])
+    assert [t["name"] for t in answers[0]["result"]["tools"]] == ["issue_refund"]  # no final answer
+    assert "needs a human's approval in the office" in answers[0]["result"]["tools"][0]["description"]
+    assert answers[1]["result"]["isError"] is True and ran == []
+    assert answers[1]["result"]["content"][0]["text"].startswith("issue_refund needs a human's approval")
+
+
+# -- the refund office, its order lookup in another process ----------------------------
+
+@pytest.mark.parametrize("desk", [[*OURS, "microagent.demo:look_up_order"], [*FAKES, "orders"]],
+                         ids=["served by microagent.mcp", "served by the official mcp SDK"])
+def test_the_refund_office_with_its_order_lookup_over_mcp_tells_the_same_story(desk):
+    def yes(tool, args):
+        return True
+    at_home = support_agent(approver=yes)
+    with connect(desk, name="order desk") as orders:
+        lookup, = orders.tools()
+        office = Agent(at_home.policy, [lookup, *[t for t in at_home.tools.values() if t.name != "look_up_order"]],
+                       name="support")
+        ctx = office.run(QUESTION)
+    assert office.why_stop(ctx) == DONE
+    assert story(ctx) == story(at_home.run(QUESTION))
+    assert ctx[2].content == "A1234, Wireless Headphones, $79, delivered, reported defective"
+
+
+# -- invariants of the pieces --------------------------------------------------------
+
+json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+                           | st.text(max_size=5),
+                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner,
+                                                                                     max_size=3), max_leaves=12)
+schema_words = st.sampled_from(["type", "enum", "properties", "required", "items", "anyOf", "$ref"])
+schemas = st.recursive(json_values, lambda inner: st.dictionaries(schema_words | st.text(max_size=3), inner,
+                                                                  max_size=4), max_leaves=15)
+
+
+@settings(max_examples=300, deadline=None)
+@given(schemas, json_values)
+def test_any_schema_a_server_sends_is_made_checkable_so_a_call_gets_a_note_never_a_crash(schema, args):
+    tool = Tool("t", "a tool", lambda **kw: "ran", schema=checkable(schema))
+    note = tool.run(json.dumps(args))
+    assert note.content == "ran" or note.error
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.dictionaries(st.sampled_from(["type", "properties", "required", "items", "enum"]),
+                       st.sampled_from(["string", ["a"], {"x": {"type": "string"}}]), max_size=4))
+def test_a_well_formed_schema_is_kept_as_it_came(schema):
+    well_formed = {"type": "object", "properties": {"x": {"type": "integer", "enum": [1, 2]},
+                                                    "y": {"type": "array", "items": {"type": "string"}}},
+                   "required": ["x"], "$defs": {"z": schema}, "anyOf": [schema]}
+    assert checkable(well_formed) == well_formed
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.sampled_from(["content", "structuredContent", "isError"]), json_values),
+       st.integers(min_value=1, max_value=50))
+def test_any_result_reads_as_text_no_longer_than_its_cap_and_the_note(result, most):
+    text = cut(said(result), most)
+    assert isinstance(text, str)
+    assert len(text) <= most or text.split("\n[cut: ")[0] == said(result)[:most]
+
+
+@given(st.text(max_size=20), st.sets(st.text(max_size=6), max_size=4))
+def test_any_mcp_name_becomes_a_name_tool_takes_and_no_other_tool_has(name, taken):
+    found = local_name(name, taken)
+    assert found not in taken
+    Tool(found, "a tool", lambda: "x")  # takes it
+
+
+# -- the README's taste -------------------------------------------------------------
+
+def test_the_mcp_readme_runs_as_printed():
+    readme = (TESTS.parent / "microagent" / "mcp" / "README.md").read_text()
+    assert len(python_blocks(readme)) == 2, "the time server's tools, and the office with its desk over MCP"
+    check_blocks(readme, "microagent/mcp/README.md")
+
+
+def test_the_limits_are_what_the_readme_says():
+    readme = (TESTS.parent / "microagent" / "mcp" / "README.md").read_text()
+    assert f"{client.MAX_RESULT:,} characters" in readme and f"{MAX_LINE >> 20} MiB" in readme
