@@ -33,7 +33,7 @@ from microagent import approval
 from microagent.agent import DONE, OUT_OF_STEPS, PAUSED, Agent
 from microagent.context import Context
 from microagent.demo import support_agent, support_policy
-from microagent.host.store import Session, Store, connect, shown
+from microagent.host.store import SERVERS, Session, Store, connect, shown
 from microagent.host.tokens import args_hash, sign, verify
 from microagent.llm import chat_policy
 from microagent.message import USER, Message
@@ -620,7 +620,7 @@ def main(argv: list[str] | None = None) -> None:
         if o.api_key_env and not key:
             raise SystemExit(f"--api-key-env {o.api_key_env}: that environment variable is not set")
         office = llm_office(o.model, o.base_url, api_key=key)
-    secret_file = o.secret_file or (o.db + ".secret" if shown(o.db) == o.db else "microagent-host.secret")
+    secret_file = o.secret_file or ("microagent-host.secret" if o.db.startswith(SERVERS) else o.db + ".secret")
     server = Server(office, o.db, users_from(o.users), secret_from(secret_file),
                     port=o.port, token_ttl=o.token_ttl, lease=o.lease, timeout=o.timeout,
                     rate=(o.rate[0], int(o.rate[1])))

@@ -24,8 +24,8 @@ appended since. Every note read is parsed strictly (microagent.saving) and
 checked by microagent.invariants where it joins the notebook: its rules read at
 most two notes on either side, so the notes from the last question before the
 join on are checked as a notebook of their own (`checked`). A note that breaks
-them is a ValueError, never run. So a message costs the same at the end of a
-long session as at its start (benchmarks/long_session.py).
+them is a ValueError, never run. So a message at the end of a long session
+costs about what one at its start does (benchmarks/long_session.py).
 
 What it leaves out: migrations (a file made by the older host, a notebook a row,
 is refused with a message that says so), and a note changed behind the
@@ -47,6 +47,7 @@ from microagent.invariants import check
 from microagent.saving import from_json, to_json
 
 KEEP = 200_000  # notes kept in memory over all sessions (about 100 MB at most)
+SERVERS = ("postgresql://", "postgres://")  # how a database server's URL begins; else a sqlite file
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, owner TEXT NOT NULL,
@@ -257,7 +258,7 @@ def _storable(text: str) -> str:
 
 def connect(db: str):
     """The database `db` names: a postgresql:// URL (needs psycopg), else a sqlite file."""
-    if db.startswith(("postgresql://", "postgres://")):
+    if db.startswith(SERVERS):
         from microagent.host.postgres import Postgres  # only then: psycopg is optional
 
         return Postgres(db)
@@ -270,7 +271,7 @@ def shown(db: str) -> str:
     >>> shown("postgresql://host:secret@127.0.0.1:5432/office?password=secret&sslmode=require")
     'postgresql://host@127.0.0.1:5432/office?sslmode=require'
     """
-    if not db.startswith(("postgresql://", "postgres://")):
+    if not db.startswith(SERVERS):
         return db
     url = urllib.parse.urlsplit(db)
     where = url.netloc.rpartition("@")[2]
