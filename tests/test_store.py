@@ -6,6 +6,8 @@ binaries those runs skip and say why). Two Store objects on one database stand
 for two host processes: neither sees the other's memory, only the database.
 """
 
+import subprocess
+import sys
 import threading
 import time
 
@@ -285,3 +287,17 @@ def test_a_database_file_made_by_the_older_host_is_refused_with_a_message_that_s
             "version INTEGER NOT NULL, lease_until REAL NOT NULL DEFAULT 0, jti TEXT)")
     with pytest.raises(ValueError, match="made by an older host.*start on a new database file"):
         Store(str(tmp_path / "old.db"))
+
+
+def test_the_sqlite_host_needs_no_psycopg_and_a_url_without_it_says_what_to_install(tmp_path):
+    blocked = "import sys; sys.modules['psycopg'] = sys.modules['psycopg_pool'] = None  # not installed\n"
+    sqlite = blocked + "from microagent.host.server import Server, refund_office\n" \
+                       "Server(refund_office, 'host.db', {}, b's' * 32).server_close(); print('served')"
+    done = subprocess.run([sys.executable, "-c", sqlite], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.stdout == "served\n", done.stderr
+    url = blocked + "from microagent.host.server import main; main(sys.argv[1:])"
+    done = subprocess.run([sys.executable, "-c", url, "--db", "postgresql://office:secret@127.0.0.1:1/office",
+                           "--port", "0"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and done.stderr == (
+        "python -m microagent.host: a postgresql:// database needs psycopg 3 and its pool: "
+        "pip install 'microagent[postgres]'\n")

@@ -29,6 +29,8 @@ request that met it gets a 500).
 
 import contextlib
 
+from microagent.host.store import shown
+
 try:
     import psycopg
     import psycopg_pool
@@ -67,7 +69,10 @@ class Postgres:
 
     def __init__(self, url: str, size: int = 8):
         # one connection first, so a wrong URL or password fails here with the server's reason
-        psycopg.connect(url, connect_timeout=10).close()
+        try:
+            psycopg.connect(url, connect_timeout=10).close()
+        except psycopg.Error as e:
+            raise ConnectionError(f"could not open the database {shown(url)}: {e}") from None
         self.pool = psycopg_pool.ConnectionPool(url, min_size=1, max_size=size, open=True,
                                                 kwargs={"autocommit": True})
 

@@ -595,7 +595,7 @@ def main(argv: list[str] | None = None) -> None:
                    "or microagent-host.secret for PostgreSQL); "
                    "$MICROAGENT_HOST_SECRET wins over it")
     p.add_argument("--port", type=int, default=8000, help="0: any free port")
-    p.add_argument("--office", help="module:function, a function (db path) -> Agent to host instead")
+    p.add_argument("--office", help="module:function, a function (db) -> Agent to host instead")
     p.add_argument("--model", help="the refund office with microagent.llm's brain: the model's name")
     p.add_argument("--base-url", default="http://localhost:11434/v1", help="with --model: the server")
     p.add_argument("--api-key-env", help="with --model: the environment variable with the API key")
@@ -621,9 +621,12 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit(f"--api-key-env {o.api_key_env}: that environment variable is not set")
         office = llm_office(o.model, o.base_url, api_key=key)
     secret_file = o.secret_file or ("microagent-host.secret" if o.db.startswith(SERVERS) else o.db + ".secret")
-    server = Server(office, o.db, users_from(o.users), secret_from(secret_file),
-                    port=o.port, token_ttl=o.token_ttl, lease=o.lease, timeout=o.timeout,
-                    rate=(o.rate[0], int(o.rate[1])))
+    try:
+        server = Server(office, o.db, users_from(o.users), secret_from(secret_file),
+                        port=o.port, token_ttl=o.token_ttl, lease=o.lease, timeout=o.timeout,
+                        rate=(o.rate[0], int(o.rate[1])))
+    except (ConnectionError, ImportError, ValueError) as e:  # the database: unreachable, or no psycopg
+        raise SystemExit(f"python -m microagent.host: {e}") from None
     print(f"serving on http://127.0.0.1:{server.server_address[1]} (database {shown(o.db)}); "
           f"the users' bearer tokens are in {o.users}", flush=True)
     with contextlib.suppress(KeyboardInterrupt):
