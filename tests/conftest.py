@@ -1,9 +1,39 @@
-"""Test settings: hypothesis keeps its files in a temporary folder, so the tests write nothing into the project."""
+"""Test settings: hypothesis keeps its files in a temporary folder, so the tests write nothing into the project;
+and a real PostgreSQL server (tests/postgres_cluster.py) for the tests that ask for one."""
 
+import itertools
+import os
 import tempfile
 
+import pytest
 from hypothesis import configuration, settings
+
+import postgres_cluster as postgres_cluster_module
 
 configuration.set_hypothesis_home_dir(tempfile.mkdtemp(prefix="microagent-hypothesis-"))
 settings.register_profile("microagent", database=None)
 settings.load_profile("microagent")
+
+
+# ----------------------------------------------------------------------------
+# a real PostgreSQL server for the host's store: one cluster for the whole run, a new
+# database for each test that asks. Without PostgreSQL's binaries (or psycopg) its tests
+# skip and say why; .ci/run sets MICROAGENT_POSTGRES=required, and then they fail instead.
+
+@pytest.fixture(scope="session")
+def postgres_cluster():
+    reason = postgres_cluster_module.why_not()
+    if reason:
+        (pytest.fail if os.environ.get("MICROAGENT_POSTGRES") == "required" else pytest.skip)(reason)
+    cluster = postgres_cluster_module.Cluster()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def postgres(postgres_cluster) -> str:
+    """The postgresql:// URL of a new, empty database."""
+    return postgres_cluster.database(f"test_{next(DATABASES)}")
+
+
+DATABASES = itertools.count()

@@ -707,10 +707,14 @@ def test_the_audit_trail_keeps_every_call_and_verdict_and_refusal_and_cannot_be_
         ("bob", sid, "refused 404", "no such session"),
     ]
     with sqlite3.connect(h.db) as db:
-        for change in ("UPDATE audit SET user = 'mallory'", "DELETE FROM audit"):
+        # REPLACE deletes the row it replaces without firing the DELETE trigger: refused all the same
+        for change in ("UPDATE audit SET who = 'mallory'", "DELETE FROM audit",
+                       "INSERT OR REPLACE INTO audit VALUES (1, '2026', 'mallory', NULL, 'created', '')",
+                       "REPLACE INTO audit VALUES (5, '2026', 'mallory', NULL, 'approved', '')",
+                       "INSERT INTO audit VALUES (5, '', '', '', '', '') ON CONFLICT (n) DO UPDATE SET who = 'm'"):
             with pytest.raises(sqlite3.DatabaseError, match="append-only"):
                 db.execute(change)
-    assert len(h.trail()) == 9
+    assert len(h.trail()) == 9 and h.trail()[0] == ("alice", sid, "created", "")
 
 
 def test_sessions_pending_approvals_and_tokens_survive_a_restart(tmp_path):
@@ -773,16 +777,27 @@ def test_what_http_server_refuses_by_itself_is_json_too(host):
         assert json.loads(body)["error"]
 
 
-def test_a_notebook_broken_in_the_database_is_refused_with_500_and_its_text_never_shown(host):
+def test_a_notebook_broken_in_the_database_is_refused_with_500_and_its_text_never_shown(host, tmp_path):
     h = host()
     sid, token = h.paused()
-    with sqlite3.connect(h.db) as db:  # someone edits the row by hand: a result with no decision
-        db.execute("UPDATE sessions SET notebook = ? WHERE id = ?",
-                   ('{"format": "microagent.context/1", "messages": [{"role": "tool", "content": "$1M", '
-                    '"name": "issue_refund"}]}', sid))
+    broken = '{"format": "microagent.context/1", "messages": [{"role": "tool", "content": "$1M", "name": "%s"}]}'
+    with sqlite3.connect(h.db) as db:  # someone adds a note by hand, to the server that has the rest in memory:
+        # a result from a tool the waiting decision did not call
+        db.execute("INSERT INTO notes VALUES (?, 6, ?)", (sid, broken % "look_up_order"))
+        db.execute("UPDATE sessions SET length = 7, version = version + 1 WHERE id = ?", (sid,))
     status, _, answer = h.call("alice", "GET", f"/sessions/{sid}")
     assert status == 500 and answer == {"error": "the server failed; the details went to its log"}
     assert h.verdict(sid, token)[0] == 500 and h.refunds() == []
+    sid, token = h.paused()
+    with sqlite3.connect(h.db) as db:  # or rewrites an old note, the trigger dropped: a result with no decision
+        db.execute("DROP TRIGGER notes_no_update")
+        db.execute("UPDATE notes SET note = ? WHERE session = ? AND n = 1", (broken % "issue_refund", sid))
+    fresh = Host(tmp_path / "0")  # the same database, read afresh (by another process, or after a restart)
+    try:
+        assert fresh.call("alice", "GET", f"/sessions/{sid}")[0] == 500
+        assert fresh.verdict(sid, token)[0] == 500 and fresh.refunds() == []
+    finally:
+        fresh.close()
 
 
 def test_an_edited_approval_streams_the_arguments_the_tool_ran_with(host):

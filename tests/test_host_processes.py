@@ -3,13 +3,14 @@
 Each server here is `python -m microagent.host` in a subprocess, serving the
 refund office from host_offices.gated_office, whose tools the test can hold
 at a gate (files in a folder) to kill or race a process at an exact moment.
+Each test runs twice: on a sqlite file, and on a real PostgreSQL server (the
+`postgres` fixture in conftest.py; without its binaries that run skips and says why).
 """
 
 import json
 import os
 import pathlib
 import signal
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -20,6 +21,7 @@ import pytest
 from host_offices import request
 from microagent.transport.stand_in import reply, serve
 from microagent import Context, from_json
+from microagent.host.store import connect
 from microagent.invariants import check
 
 TESTS = pathlib.Path(__file__).resolve().parent
@@ -32,20 +34,21 @@ pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SI
 
 
 class Servers:
-    """Start server processes on one database; each is killed at the end of the test."""
+    """Start server processes on one database (a sqlite file, or a postgresql:// URL); each is
+    killed at the end of the test."""
 
-    def __init__(self, tmp_path):
-        self.dir, self.gates, self.procs = tmp_path, tmp_path / "gates", []
+    def __init__(self, tmp_path, db: str = "host.db"):
+        self.dir, self.db, self.gates, self.procs = tmp_path, db, tmp_path / "gates", []
         self.gates.mkdir()
         (tmp_path / "users.json").write_text('{"alice": "%s"}' % TOKEN)
 
-    def start(self, lease: float = 30.0) -> tuple[subprocess.Popen, int]:
+    def start(self, lease: float = 30.0, *more: str) -> tuple[subprocess.Popen, int]:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")])),
                "HOST_GATES": str(self.gates),
                "MICROAGENT_HOST_SECRET": "a test secret, the same for every process"}
         log = open(self.dir / f"server{len(self.procs)}.log", "w")
-        proc = subprocess.Popen([sys.executable, "-m", "microagent.host", "--db", "host.db", "--users", "users.json",
-                                 "--port", "0", "--office", "host_offices:gated_office", "--lease", str(lease)],
+        proc = subprocess.Popen([sys.executable, "-m", "microagent.host", "--db", self.db, "--users", "users.json",
+                                 "--port", "0", "--office", "host_offices:gated_office", "--lease", str(lease), *more],
                                 cwd=self.dir, env=env, stdout=subprocess.PIPE, stderr=log, text=True)
         log.close()
         self.procs.append(proc)
@@ -63,8 +66,11 @@ class Servers:
             time.sleep(0.02)
 
     def refunds(self) -> list[tuple]:
-        with sqlite3.connect(self.dir / "host.db") as db:
-            return db.execute("SELECT call, order_id, amount FROM refunds").fetchall()
+        db = connect(self.db if "://" in self.db else str(self.dir / self.db))
+        try:
+            return db.run("SELECT call, order_id, amount FROM refunds ORDER BY n")[0]
+        finally:
+            db.close()
 
     def close(self):
         for proc in self.procs:
@@ -73,9 +79,9 @@ class Servers:
             proc.stdout.close()
 
 
-@pytest.fixture
-def servers(tmp_path):
-    made = Servers(tmp_path)
+@pytest.fixture(params=["sqlite", "postgres"])
+def servers(request, tmp_path):
+    made = Servers(tmp_path, "host.db" if request.param == "sqlite" else request.getfixturevalue("postgres"))
     yield made
     made.close()
 
@@ -177,18 +183,22 @@ def test_two_server_processes_never_interleave_two_runs_on_one_session(servers):
     assert [m.kind for m in notebook(a, sid)].count("question") == 1
 
 
-def test_the_load_benchmark_in_small_loses_nothing(tmp_path):
+@pytest.mark.parametrize("db, processes", [("sqlite", 1), ("postgres", 2)])
+def test_the_load_benchmark_in_small_loses_nothing(tmp_path, request, db, processes):
     users = {f"user{i}": f"token-{i:04d}-of-the-test" for i in range(10)}
-    proc, port = host_load.serve(str(tmp_path), users)
-    try:
-        sids, times, seconds = host_load.load(port, list(users.values()), sessions=2, deadline=240)
+    url = "host.db" if db == "sqlite" else request.getfixturevalue("postgres")
+    servers = [host_load.serve(str(tmp_path), users, url) for _ in range(processes)]
+    try:  # with two processes, each request goes to the next: a session's three are served by both
+        sids, times, seconds = host_load.load([port for _, port in servers], list(users.values()), sessions=2,
+                                              deadline=240)
         assert len(sids) == 20 and len(times) == 60 and len({sid for _, sid in sids}) == 20
-        for ctx in host_load.notebooks(port, sids):  # each checked by microagent.invariants on the way
+        for ctx in host_load.notebooks(servers[-1][1], sids):  # each checked by microagent.invariants on the way
             assert len(ctx) == 10 and ctx.last().content.startswith("Good news, A1234 qualifies")
     finally:
-        proc.kill()
-        proc.wait(60)
-        proc.stdout.close()
+        for proc, _ in servers:
+            proc.kill()
+            proc.wait(60)
+            proc.stdout.close()
 
 
 def test_python_dash_m_microagent_host_and_the_example_client_run_a_whole_refund(tmp_path):
@@ -264,3 +274,93 @@ def test_with_model_the_hosted_office_thinks_with_an_llm_and_its_text_streams_as
         proc.stdout.close()
         model.close()
     assert key not in (tmp_path / "server.log").read_text()  # and was never printed
+
+
+# ----------------------------------------------------------------------------
+# several processes on one database, as behind a proxy: what one does, the others see
+
+@pytest.fixture
+def on_postgres(tmp_path, postgres):
+    made = Servers(tmp_path, postgres)
+    yield made
+    made.close()
+
+
+def test_a_process_killed_mid_run_leaves_the_other_serving_and_the_session_goes_on_there(servers):
+    (killed, a), (_, b) = servers.start(lease=2), servers.start(lease=2)
+    sid = call(a, "POST", "/sessions")[2]["id"]
+    servers.gate("block-before-check_policy")
+    thread, out = in_background(call, a, "POST", f"/sessions/{sid}/messages", QUESTION)
+    servers.wait_for("entered-check_policy")
+    killed.send_signal(signal.SIGKILL)  # mid-run, holding the session's lease
+    thread.join(60)
+    servers.gate("block-before-check_policy", on=False)
+    # the other process serves on, a whole refund of another session
+    other = call(b, "POST", "/sessions")[2]["id"]
+    token = call(b, "POST", f"/sessions/{other}/messages", QUESTION)[2][-1][1]["approval_token"]
+    stream = call(b, "POST", f"/sessions/{other}/approvals", {"approval_token": token, "approve": True})[2]
+    assert stream[-1][0] == "done"
+    # and once the dead process's lease has run out, the session it was running goes on there
+    status, stream = resume_when_free(b, sid)
+    assert status == 200 and [e for e, _ in stream] == ["result", "approval_required"]
+    stream = call(b, "POST", f"/sessions/{sid}/approvals",
+                  {"approval_token": stream[-1][1]["approval_token"], "approve": True})[2]
+    assert [e for e, _ in stream] == ["result", "result", "done"]
+    assert servers.refunds() == [(f"{other}/5", "A1234", 79), (f"{sid}/5", "A1234", 79)]
+    ctx = notebook(b, sid)
+    assert [m.name for m in ctx if m.kind == "result"].count("look_up_order") == 1  # streamed, so kept once
+
+
+def test_the_rate_limit_holds_across_processes(servers):
+    (_, a), (_, b) = servers.start(30.0, "--rate", "0.01", "2"), servers.start(30.0, "--rate", "0.01", "2")
+    first, second = (call(a, "POST", "/sessions")[2]["id"] for _ in range(2))
+    assert call(a, "POST", f"/sessions/{first}/messages", QUESTION)[0] == 200  # alice's two runs:
+    assert call(b, "POST", f"/sessions/{second}/messages", QUESTION)[0] == 200  # one on each process
+    for port, sid in [(a, first), (b, second), (b, first)]:  # then each process says wait
+        status, response, answer = call(port, "POST", f"/sessions/{sid}/resume", {})
+        assert status == 429 and answer["error"] == "too many runs: wait and try again"
+        assert 90 <= int(response.getheader("Retry-After")) <= 100
+
+
+def test_on_postgresql_the_audit_trail_is_append_only_and_the_password_is_never_shown(on_postgres, postgres):
+    import psycopg
+
+    proc, port = on_postgres.start()
+    sid = call(port, "POST", "/sessions")[2]["id"]
+    call(port, "POST", f"/sessions/{sid}/messages", QUESTION)
+    with psycopg.connect(postgres, autocommit=True) as db:  # as anyone with the database's password
+        for change in ["UPDATE audit SET who = 'mallory'", "DELETE FROM audit", "TRUNCATE audit",
+                       "INSERT INTO audit (n, at, what, detail) VALUES (1, '', '', '') "
+                       "ON CONFLICT (n) DO UPDATE SET who = 'mallory'",
+                       "UPDATE notes SET note = ''", "TRUNCATE notes"]:
+            with pytest.raises(psycopg.Error, match="append-only|written in pen"):
+                db.execute(change)
+    trail = subprocess.run([sys.executable, "-m", "microagent.host", "--audit", "--db", postgres],
+                           capture_output=True, text=True, timeout=60)
+    assert [row.split(" | ")[1:4] for row in trail.stdout.splitlines()][:2] == [
+        ["alice", sid, "created"], ["alice", sid, "tool call"]]
+    proc.kill()
+    proc.wait(60)
+    password = postgres.split(":")[2].split("@")[0]
+    said = [(on_postgres.dir / "server0.log").read_text(), trail.stdout, trail.stderr, proc.stdout.read()]
+    assert TOKEN not in "".join(said) and password not in "".join(said)
+
+
+def test_the_password_may_come_from_pgpassword_and_a_wrong_one_stops_the_host_at_start(tmp_path, postgres):
+    password = postgres.split(":")[2].split("@")[0]
+    bare = postgres.replace(f":{password}@", "@")  # postgresql://postgres@127.0.0.1:PORT/test_N
+    proc = subprocess.Popen([sys.executable, "-m", "microagent.host", "--db", bare, "--port", "0"], cwd=tmp_path,
+                            env={**os.environ, "PGPASSWORD": password}, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    try:  # libpq reads $PGPASSWORD: the password stays off the command line
+        line = proc.stdout.readline()
+        assert line.startswith("serving on http://127.0.0.1:") and f"(database {bare})" in line
+    finally:
+        proc.kill()
+        proc.wait(60)
+        proc.stdout.close()
+    wrong = postgres.replace(password, "not-the-password-123")
+    done = subprocess.run([sys.executable, "-m", "microagent.host", "--db", wrong, "--port", "0"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "password authentication failed" in done.stderr
+    assert "not-the-password-123" not in done.stdout + done.stderr

@@ -3,7 +3,8 @@
     python -m microagent.host            # the refund office on http://127.0.0.1:8000
 
 server.py serves an office over HTTP and streams each Step as a server-sent
-event; store.py keeps each session's notebook in sqlite, with an audit trail;
+event; store.py keeps each session's notes in sqlite, a row a note, with an
+audit trail (postgres.py: the same on PostgreSQL, for several processes);
 tokens.py signs the approval tokens; page.html, page.js and page.css are the
 page for the person who approves. It is built on the book's public names only.
 """

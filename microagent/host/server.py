@@ -9,8 +9,7 @@ plumbing (`Handler`), and the request hygiene (strict JSON, a deadline for the
 whole request, a rate limit). README.md beside this file has the protocol.
 
 What it leaves out: real identity providers (users are bearer tokens in a JSON
-file), TLS (serve it behind a proxy that does it), HTTP keep-alive, and a rate
-limit shared between processes (each process keeps its own, in memory).
+file), TLS (serve it behind a proxy that does it), and HTTP keep-alive.
 """
 
 import argparse
@@ -26,7 +25,6 @@ import re
 import secrets
 import select
 import socket
-import sqlite3
 import sys
 import threading
 import time
@@ -35,7 +33,7 @@ from microagent import approval
 from microagent.agent import DONE, OUT_OF_STEPS, PAUSED, Agent
 from microagent.context import Context
 from microagent.demo import support_agent, support_policy
-from microagent.host.store import Session, Store
+from microagent.host.store import SERVERS, Session, Store, connect, shown
 from microagent.host.tokens import args_hash, sign, verify
 from microagent.llm import chat_policy
 from microagent.message import USER, Message
@@ -330,11 +328,16 @@ class Server(http.server.ThreadingHTTPServer):
         super().__init__(("127.0.0.1", port), Handler)
         self.store, self.users, self.secret, self.quiet = Store(db), users, secret, quiet
         self.token_ttl, self.lease, self.client_timeout = token_ttl, lease, timeout  # seconds
-        self.limit = rate_limit(*rate)
+        self.rate = rate  # (per second, burst): runs a user may start
         agent = office(db)
         # every tool hidden: a tool's exception text goes to this server's log, never to a client
         tools = [hiding(t, self.report, "the tool failed") for t in agent.tools.values()]
         self.agent = Agent(agent.policy, tools, agent.max_steps, name=agent.name)
+
+    def limit(self, user: str) -> float:
+        """Take one of the user's runs: 0.0 to go on, else seconds to wait (in the database,
+        so the limit holds across processes)."""
+        return self.store.take(user, *self.rate)
 
     def user(self, authorization: str) -> str:
         """Whose bearer token this is; 401 if nobody's."""
@@ -459,7 +462,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 
 # ----------------------------------------------------------------------------
-# request hygiene: a whole body of known size, strict JSON, known fields, a rate limit
+# request hygiene: a whole body of known size, strict JSON, known fields
 
 class Refused(Exception):
     """A request the server turns down: its status, and a message that says what to do."""
@@ -521,22 +524,6 @@ def _plain(value, depth: int) -> None:
         _plain(item, depth + 1)
 
 
-def rate_limit(per_second: float, burst: int):
-    """A token bucket per user, in this process's memory: take(user) -> seconds to wait (0: go)."""
-    buckets, lock = {}, threading.Lock()  # user -> (tokens left, when counted)
-
-    def take(user: str) -> float:
-        with lock:
-            now = time.monotonic()
-            left, then = buckets.get(user, (burst, now))
-            left = min(burst, left + (now - then) * per_second)
-            if left < 1:
-                return (1 - left) / per_second
-            buckets[user] = (left - 1, now)
-            return 0.0
-    return take
-
-
 # ----------------------------------------------------------------------------
 # the hosted refund office, and the command line
 
@@ -547,10 +534,9 @@ def refund_office(db: str, policy=support_policy) -> Agent:
 
 def ledger_refund(db: str) -> Tool:
     """The refund, written into a ledger in the database, keyed by the tool call's identity."""
-    ledger = sqlite3.connect(db, timeout=30, isolation_level=None, check_same_thread=False)
-    ledger.execute("CREATE TABLE IF NOT EXISTS refunds (call TEXT PRIMARY KEY, order_id TEXT, "
-                   "amount REAL)")
-    lock = threading.Lock()  # the server's threads share the connection, a statement pair at a time
+    ledger = connect(db)  # the store's database: a sqlite file, or PostgreSQL
+    ledger.run(f"CREATE TABLE IF NOT EXISTS refunds (n {ledger.serial}, call TEXT NOT NULL UNIQUE, "
+               "order_id TEXT, amount DOUBLE PRECISION)")
 
     @as_tool(needs_approval=True)
     def issue_refund(order_id: str, amount: float) -> str:
@@ -560,10 +546,9 @@ def ledger_refund(db: str) -> Tool:
             raise RuntimeError("the hosted refund runs where microagent.host.CALL is set "
                                "to the tool call's identity (the host sets it around each step)")
         # keyed by the tool call, so a call run again after a crash hands back its first receipt
-        with lock:
-            ledger.execute("INSERT OR IGNORE INTO refunds VALUES (?, ?, ?)", (call, order_id, amount))
-            [(n, paid)] = ledger.execute("SELECT rowid, amount FROM refunds WHERE call = ?",
-                                         (call,)).fetchall()
+        ledger.run("INSERT INTO refunds (call, order_id, amount) VALUES (?, ?, ?) "
+                   "ON CONFLICT (call) DO NOTHING", (call, order_id, amount))
+        [(n, paid)] = ledger.run("SELECT n, amount FROM refunds WHERE call = ?", (call,))[0]
         return f"${paid:g} refunded to the original card (receipt R{n})"
     return issue_refund
 
@@ -606,12 +591,14 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m microagent.host",
                                 description=__doc__.splitlines()[0])
     p.add_argument("--db", default="microagent-host.db",
-                   help="the sqlite file: sessions, audit trail, refunds")
+                   help="sessions, audit trail, refunds: a sqlite file, or a postgresql:// URL "
+                        "(pip install 'microagent[postgres]'; the password best in $PGPASSWORD)")
     p.add_argument("--users", default="microagent-users.json", help="JSON: user name -> bearer token")
-    p.add_argument("--secret-file", help="the signing secret (default: the db's name + .secret); "
+    p.add_argument("--secret-file", help="the signing secret (default: the db file's name + .secret, "
+                   "or microagent-host.secret for PostgreSQL); "
                    "$MICROAGENT_HOST_SECRET wins over it")
     p.add_argument("--port", type=int, default=8000, help="0: any free port")
-    p.add_argument("--office", help="module:function, a function (db path) -> Agent to host instead")
+    p.add_argument("--office", help="module:function, a function (db) -> Agent to host instead")
     p.add_argument("--model", help="the refund office with microagent.llm's brain: the model's name")
     p.add_argument("--base-url", default="http://localhost:11434/v1", help="with --model: the server")
     p.add_argument("--api-key-env", help="with --model: the environment variable with the API key")
@@ -636,10 +623,14 @@ def main(argv: list[str] | None = None) -> None:
         if o.api_key_env and not key:
             raise SystemExit(f"--api-key-env {o.api_key_env}: that environment variable is not set")
         office = llm_office(o.model, o.base_url, api_key=key)
-    server = Server(office, o.db, users_from(o.users), secret_from(o.secret_file or o.db + ".secret"),
-                    port=o.port, token_ttl=o.token_ttl, lease=o.lease, timeout=o.timeout,
-                    rate=(o.rate[0], int(o.rate[1])))
-    print(f"serving on http://127.0.0.1:{server.server_address[1]} (database {o.db}); "
+    secret_file = o.secret_file or ("microagent-host.secret" if o.db.startswith(SERVERS) else o.db + ".secret")
+    try:
+        server = Server(office, o.db, users_from(o.users), secret_from(secret_file),
+                        port=o.port, token_ttl=o.token_ttl, lease=o.lease, timeout=o.timeout,
+                        rate=(o.rate[0], int(o.rate[1])))
+    except (ConnectionError, ImportError, ValueError) as e:  # the database: unreachable, or no psycopg
+        raise SystemExit(f"python -m microagent.host: {e}") from None
+    print(f"serving on http://127.0.0.1:{server.server_address[1]} (database {shown(o.db)}); "
           f"the users' bearer tokens are in {o.users}", flush=True)
     with contextlib.suppress(KeyboardInterrupt):
         server.serve_forever()

@@ -1,37 +1,79 @@
-"""Where hosted sessions live: a notebook per session in sqlite, and an audit trail.
+"""Where hosted sessions live: each session's notes, a row a note, written in pen; and an audit trail.
 
 This is the one seam between the server and its database, small on purpose:
-`load` a session, `create` one, `save` it only if nobody else has since (one
-`UPDATE ... WHERE version = ?`: a writer that read an older version loses, in
-this process or another one), and append to the `audit` trail, which the
-database itself refuses to change or delete. Moving to a database server
-(PostgreSQL, say) means these few statements and the connection, nothing else.
+`load` a session, `create` one, `save` it only if nobody else has since, `take`
+one of a user's runs from their budget (the rate limit), and append to the
+`audit` trail. Two databases sit behind it: a sqlite file, the default and the
+standard library only; or a PostgreSQL server, given as a `postgresql://` URL,
+for several host processes on one database (postgres.py beside this file; it
+needs psycopg 3: `pip install 'microagent[postgres]'`). The statements are the
+same for both.
 
-A notebook is saved as microagent.saving writes it, and every notebook read back
-passes microagent.invariants.check, so a row edited by hand never reaches a run.
+Written in pen, as the notebook is. A session's notes are rows of `notes`, one
+a note (microagent.saving's JSON of a notebook of that one note), numbered from
+0. A save appends only the notes that are new since the version it read, and
+bumps the session's `version` in the same transaction, if it is still the
+version read: a writer that read an older version loses whole, and nothing of
+its notes is written, in this process or another. The database refuses to
+change or delete a note or an audit row (triggers), or to let an insert replace
+one.
 
-What it leaves out: a pool of connections (one, shared behind a lock, is enough
-for a teaching server and fast with sqlite's WAL), and migrations.
+Read in pen too. A process keeps the notebooks it has read or written (up to
+KEEP notes in all), and a later load of the session reads only the notes
+appended since. Every note read is parsed strictly (microagent.saving) and
+checked by microagent.invariants where it joins the notebook: its rules read at
+most two notes on either side, so the notes from the last question before the
+join on are checked as a notebook of their own (`checked`). A note that breaks
+them is a ValueError, never run. So a message at the end of a long session
+costs about what one at its start does (benchmarks/long_session.py).
+
+What it leaves out: migrations (a file made by the older host, a notebook a row,
+is refused with a message that says so), and a note changed behind the
+database's back (which takes dropping its triggers) after a process has read it:
+that process goes on with the note it read; a process that reads the changed
+note refuses it if it breaks the rules.
 """
 
+import collections
+import contextlib
 import dataclasses
 import sqlite3
 import threading
 import time
+import urllib.parse
 
 from microagent.context import Context
 from microagent.invariants import check
 from microagent.saving import from_json, to_json
 
+KEEP = 200_000  # notes kept in memory over all sessions (about 100 MB at most)
+SERVERS = ("postgresql://", "postgres://")  # how a database server's URL begins; else a sqlite file
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, owner TEXT NOT NULL,
-    notebook TEXT NOT NULL, version INTEGER NOT NULL, lease_until REAL NOT NULL DEFAULT 0,
+    version INTEGER NOT NULL, length INTEGER NOT NULL, lease_until REAL NOT NULL DEFAULT 0,
     jti TEXT);
+CREATE TABLE IF NOT EXISTS notes (session TEXT NOT NULL, n INTEGER NOT NULL, note TEXT NOT NULL,
+    PRIMARY KEY (session, n)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS audit (n INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL,
-    user TEXT, session TEXT, what TEXT NOT NULL, detail TEXT NOT NULL);
+    who TEXT, session TEXT, what TEXT NOT NULL, detail TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS rates (who TEXT PRIMARY KEY, busy_until REAL NOT NULL);
+-- written in pen: no note or audit row is changed or deleted. subtle: INSERT OR REPLACE
+-- deletes the row it replaces without firing a DELETE trigger, so an insert onto a row
+-- that is there is refused too
+CREATE TRIGGER IF NOT EXISTS notes_no_update BEFORE UPDATE ON notes
+    BEGIN SELECT RAISE(ABORT, 'a note is written in pen'); END;
+CREATE TRIGGER IF NOT EXISTS notes_no_delete BEFORE DELETE ON notes
+    BEGIN SELECT RAISE(ABORT, 'a note is written in pen'); END;
+CREATE TRIGGER IF NOT EXISTS notes_no_replace BEFORE INSERT ON notes
+    WHEN EXISTS (SELECT 1 FROM notes WHERE session = NEW.session AND n = NEW.n)
+    BEGIN SELECT RAISE(ABORT, 'a note is written in pen'); END;
 CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit
     BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only'); END;
 CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit
+    BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS audit_no_replace BEFORE INSERT ON audit
+    WHEN EXISTS (SELECT 1 FROM audit WHERE n = NEW.n)
     BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only'); END;
 """
 
@@ -46,54 +88,249 @@ class Session:
 
 
 class Store:
+    def __init__(self, db: str, keep: int = KEEP):
+        """The store in `db`: a sqlite file's path, or a postgresql:// URL."""
+        self.db = connect(db)
+        self.db.schema()
+        self.keep, self.lock = keep, threading.Lock()
+        # session id -> (version, its notebook at that version), the last used last
+        self.kept: collections.OrderedDict[str, tuple[int, Context]] = collections.OrderedDict()
+        self.kept_notes = 0
+
+    def load(self, sid: str) -> Session | None:
+        """The session, its notebook checked against the invariants; None if there is none."""
+        if "\x00" in sid:  # no id holds one (and PostgreSQL's text can't)
+            return None
+        kept = self._kept(sid)
+        for since in (len(kept[1]), 0) if kept else (0,):
+            # one statement, so the session's row and its notes are read as of one moment
+            rows, _ = self.db.run(
+                "SELECT s.owner, s.version, s.length, s.lease_until, s.jti, n.note "
+                "FROM sessions s LEFT JOIN notes n ON n.session = s.id AND n.n >= ? AND n.n < s.length "
+                "WHERE s.id = ? ORDER BY n.n", (since, sid))
+            if not rows:
+                return None
+            owner, version, length, lease_until, jti = rows[0][:5]
+            notes = [row[5] for row in rows if row[5] is not None]
+            if since and kept[0] == version and length == since:  # nothing new since
+                return Session(owner, kept[1], version, lease_until, jti)
+            if since and not (kept[0] < version and since <= length):
+                continue  # not a later version of what this process read: read it all again
+            if len(notes) != length - since:
+                raise ValueError(f"session {sid} has {length} notes, and notes {since} to "
+                                 f"{length - 1} are not all there")
+            ctx = Context(kept[1].messages if since else ())
+            ctx = checked(Context(ctx.messages + _read(notes, since)), since)
+            self._keep(sid, version, ctx)
+            return Session(owner, ctx, version, lease_until, jti)
+
+    def create(self, sid: str, owner: str, ctx: Context) -> None:
+        check(ctx)
+        with self.db.transaction() as run:
+            run("INSERT INTO sessions (id, owner, version, length) VALUES (?, ?, 0, ?)",
+                (sid, owner, len(ctx)))
+            self._append(run, sid, 0, ctx)
+        self._keep(sid, 0, ctx)
+
+    def save(self, sid: str, ctx: Context, version: int, *, lease_until: float = 0.0,
+             jti: str | None = None) -> int | None:
+        """Write the session if it is still at `version`: the new version, or None if
+        someone wrote first. `ctx` is the notebook read at `version` with notes added."""
+        kept = self._kept(sid)
+        if not (kept and kept[0] == version):  # not kept (or kept at a later version)
+            s = self.load(sid)
+            if s is None or s.version != version:
+                return None  # someone wrote first
+            kept = (version, s.context)
+        before = kept[1].messages
+        if ctx.messages[:len(before)] != before:  # fast: the same notes are the same objects
+            raise ValueError("a save adds notes to the notebook it read, and changes none")
+        checked(ctx, len(before))
+        with self.db.transaction() as run:
+            _, changed = run("UPDATE sessions SET version = version + 1, length = ?, "
+                             "lease_until = ?, jti = ? WHERE id = ? AND version = ?",
+                             (len(ctx), lease_until, jti, sid, version))
+            if changed != 1:
+                return None  # someone wrote first: nothing of ours is written
+            self._append(run, sid, len(before), ctx)
+        self._keep(sid, version + 1, ctx)
+        return version + 1
+
+    def take(self, user: str, per_second: float, burst: int) -> float:
+        """Take one run from the user's budget: 0.0 if it may start, else seconds to wait.
+
+        A budget of `burst` runs at once, refilled at `per_second`, kept in the database,
+        so it holds across processes. Its one number is `busy_until`: when the runs taken
+        so far are paid back, at per_second. A run may start while that is at most
+        burst - 1 runs ahead of now; then it is one run later. One statement: no two
+        processes can both take the last run.
+        """
+        now, each, ahead = time.time(), 1 / per_second, (burst - 1) / per_second
+        _, taken = self.db.run(
+            "INSERT INTO rates (who, busy_until) VALUES (?, ?) ON CONFLICT (who) DO UPDATE "
+            "SET busy_until = CASE WHEN rates.busy_until > ? THEN rates.busy_until ELSE ? END + ? "
+            "WHERE rates.busy_until - ? <= ?", (user, now + each, now, now, each, now, ahead))
+        if taken:
+            return 0.0
+        [(busy_until,)] = self.db.run("SELECT busy_until FROM rates WHERE who = ?", (user,))[0]
+        return max(busy_until - ahead - now, 1e-3)
+
+    def audit(self, user: str | None, sid: str | None, what: str, detail: str = "") -> None:
+        """Append a line to the audit trail (the database refuses to change or delete one)."""
+        # a stranger's 60 kB session id stays short; text a database can't hold is escaped
+        cut = [None if v is None else _storable(v[:200]) for v in (user, sid, detail)]
+        self.db.run("INSERT INTO audit (at, who, session, what, detail) VALUES (?, ?, ?, ?, ?)",
+                    (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), cut[0], cut[1],
+                     _storable(what), cut[2]))
+
+    def trail(self) -> list[tuple]:
+        """The audit trail, oldest first: (at, who, session, what, detail) each."""
+        return self.db.run("SELECT at, who, session, what, detail FROM audit ORDER BY n")[0]
+
+    def close(self) -> None:
+        self.db.close()
+
+    def _append(self, run, sid: str, start: int, ctx: Context) -> None:
+        for n in range(start, len(ctx)):
+            run("INSERT INTO notes (session, n, note) VALUES (?, ?, ?)",
+                (sid, n, to_json(Context((ctx[n],)))))
+
+    def _kept(self, sid: str) -> tuple[int, Context] | None:
+        with self.lock:
+            kept = self.kept.get(sid)
+            if kept:
+                self.kept.move_to_end(sid)
+            return kept
+
+    def _keep(self, sid: str, version: int, ctx: Context) -> None:
+        with self.lock:
+            old = self.kept.pop(sid, None)
+            if old and old[0] > version:  # another thread here kept a later one meanwhile
+                self.kept[sid] = old
+                return
+            self.kept[sid] = (version, ctx)
+            self.kept_notes += len(ctx) - (len(old[1]) if old else 0)
+            while self.kept_notes > self.keep and len(self.kept) > 1:
+                self.kept_notes -= len(self.kept.popitem(last=False)[1][1])
+
+
+def checked(ctx: Context, since: int) -> Context:
+    """`ctx`, whose notes before `since` keep the rules of microagent.invariants, if all
+    of them do; else the ValueError of `check`, naming the first bad note.
+
+    Each rule of a note reads at most the two notes on either side, and a question has
+    none but being first; so from a question at or before since - 2 on, the notes are
+    checked as a notebook of their own, and each keeps the rules there as it does in
+    the whole (tests/test_store.py checks this against `check` on generated notebooks).
+    """
+    notes, start = ctx.messages, since - 2
+    if since >= len(notes):
+        return ctx  # nothing new
+    while start > 0 and notes[start].kind != "question":
+        start -= 1
+    if start <= 0:
+        return check(ctx)
+    try:
+        check(Context(notes[start:]))
+    except ValueError as e:
+        raise ValueError(f"the notes from {start} on: {e}") from None
+    return ctx
+
+
+def _read(notes: list[str], since: int) -> tuple:
+    """The notes read from their rows (each a saved notebook of one note), strictly."""
+    read = []
+    for n, text in enumerate(notes, since):
+        one = from_json(text)  # a ValueError that says what is wrong
+        if len(one) != 1:
+            raise ValueError(f"note {n} holds {len(one)} notes, not one")
+        read.append(one[0])
+    return tuple(read)
+
+
+def _storable(text: str) -> str:
+    """Text any database holds: NUL and lone surrogates written as escapes."""
+    return text.replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+# ----------------------------------------------------------------------------
+# the two databases: a statement at a time (`run`), or several as one (`transaction`)
+
+def connect(db: str):
+    """The database `db` names: a postgresql:// URL (needs psycopg), else a sqlite file."""
+    if db.startswith(SERVERS):
+        from microagent.host.postgres import Postgres  # only then: psycopg is optional
+
+        return Postgres(db)
+    return Sqlite(db)
+
+
+def shown(db: str) -> str:
+    """The database's name as it may be printed: a URL without its password.
+
+    >>> shown("postgresql://host:secret@127.0.0.1:5432/office?password=secret&sslmode=require")
+    'postgresql://host@127.0.0.1:5432/office?sslmode=require'
+    """
+    if not db.startswith(SERVERS):
+        return db
+    url = urllib.parse.urlsplit(db)
+    where = url.netloc.rpartition("@")[2]
+    who = url.username and urllib.parse.quote(urllib.parse.unquote(url.username), safe="") + "@"
+    query = urllib.parse.urlencode([(k, v) for k, v in urllib.parse.parse_qsl(url.query)
+                                    if k != "password"])
+    return urllib.parse.urlunsplit((url.scheme, (who or "") + where, url.path, query, ""))
+
+
+class Sqlite:
+    """A sqlite file: one connection, shared by the threads and taken in turn (the lock).
+
+    Autocommit, so each statement is a transaction of its own, and none spans a read and
+    a write; a transaction takes the file's write lock first (BEGIN IMMEDIATE).
+    """
+
+    serial = "INTEGER PRIMARY KEY AUTOINCREMENT"  # a key the database numbers
+
     def __init__(self, path: str):
-        # one connection, shared by the threads and taken in turn (the lock); autocommit, so
-        # each statement is a transaction of its own, and none spans a read and a write
-        self.db = sqlite3.connect(str(path), timeout=30, isolation_level=None,
+        self.path = str(path)
+        self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None,
                                   check_same_thread=False)
         self.lock = threading.Lock()
         self.db.execute("PRAGMA journal_mode=WAL")  # readers never wait for the writer
         # NORMAL: a commit survives a killed process, not a power cut (FULL: an fsync a write)
         self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.executescript(SCHEMA)
 
-    def _run(self, sql: str, args: tuple = ()) -> tuple[list[tuple], int]:
+    def schema(self) -> None:
+        with self.lock:
+            self.db.executescript(SCHEMA)
+            columns = {row[1] for row in self.db.execute("PRAGMA table_info(sessions)")}
+        if "notebook" in columns:
+            raise ValueError(f"{self.path} was made by an older host, which kept a notebook "
+                             "a row; this one keeps a note a row, and has no migrations: "
+                             "start on a new database file")
+
+    def run(self, sql: str, args: tuple = ()) -> tuple[list[tuple], int]:
         """The rows a statement gives, and how many it changed."""
         with self.lock:
-            # subtle: fetch every row, or the statement stays open and holds an old snapshot,
-            # and this connection's next write fails at once with "database is locked"
-            cursor = self.db.execute(sql, args)
-            return cursor.fetchall(), cursor.rowcount
+            return self._run(sql, args)
 
-    def load(self, sid: str) -> Session | None:
-        """The session, its notebook checked against the invariants; None if there is none."""
-        rows, _ = self._run("SELECT owner, notebook, version, lease_until, jti FROM sessions "
-                            "WHERE id = ?", (sid,))
-        if not rows:
-            return None
-        owner, notebook, *rest = rows[0]
-        return Session(owner, check(from_json(notebook)), *rest)
+    @contextlib.contextmanager
+    def transaction(self):
+        """Yields run(sql, args); the statements are written together, or not at all."""
+        with self.lock:
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._run
+                self.db.execute("COMMIT")
+            except BaseException:
+                if self.db.in_transaction:
+                    self.db.execute("ROLLBACK")
+                raise
 
-    def create(self, sid: str, owner: str, ctx: Context) -> None:
-        self._run("INSERT INTO sessions (id, owner, notebook, version) VALUES (?, ?, ?, 0)",
-                  (sid, owner, to_json(ctx)))
+    def _run(self, sql: str, args: tuple = ()) -> tuple[list[tuple], int]:
+        # subtle: fetch every row, or the statement stays open and holds an old snapshot,
+        # and this connection's next write fails at once with "database is locked"
+        cursor = self.db.execute(sql, args)
+        return cursor.fetchall(), cursor.rowcount
 
-    def save(self, sid: str, ctx: Context, version: int, *, lease_until: float = 0.0,
-             jti: str | None = None) -> int | None:
-        """Write the session if it is still at `version`: the new version, or None if
-        someone wrote first."""
-        _, changed = self._run("UPDATE sessions SET notebook = ?, version = version + 1, "
-                               "lease_until = ?, jti = ? WHERE id = ? AND version = ?",
-                               (to_json(ctx), lease_until, jti, sid, version))
-        return version + 1 if changed == 1 else None
-
-    def audit(self, user: str | None, sid: str | None, what: str, detail: str = "") -> None:
-        """Append a line to the audit trail (the database refuses to change or delete one)."""
-        # a stranger's 60 kB session id stays short
-        cut = [None if v is None else v[:200] for v in (user, sid, detail)]
-        self._run("INSERT INTO audit (at, user, session, what, detail) VALUES (?, ?, ?, ?, ?)",
-                  (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), cut[0], cut[1], what,
-                   cut[2]))
-
-    def trail(self) -> list[tuple]:
-        return self._run("SELECT at, user, session, what, detail FROM audit ORDER BY n")[0]
+    def close(self) -> None:
+        self.db.close()

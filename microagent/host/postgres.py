@@ -1,0 +1,101 @@
+"""PostgreSQL behind the store's seam: several host processes on one database.
+
+    python -m microagent.host --db postgresql://office@127.0.0.1:5432/office
+
+store.py picks this for a postgresql:// URL. It needs psycopg 3 and its pool
+(`pip install 'microagent[postgres]'`), which nothing else imports, so neither
+the book nor the sqlite host ever needs them. The statements are store.py's,
+the same for both databases (`?` becomes psycopg's `%s`); what differs is here:
+the schema, and a pool of connections instead of one shared.
+
+The porting notes, each a trap:
+
+- `user` is a reserved word: the audit's column is `who` (in sqlite too).
+- AUTOINCREMENT is BIGSERIAL, and a REAL is four bytes: money is DOUBLE PRECISION.
+- A trigger runs a function (PL/pgSQL here), and TRUNCATE fires no row trigger,
+  so an append-only table needs a statement trigger BEFORE TRUNCATE as well.
+- INSERT ... ON CONFLICT DO UPDATE fires the UPDATE trigger, so it cannot rewrite a
+  note or an audit row (in sqlite, INSERT OR REPLACE would, without a trigger of its own).
+- Text may not hold NUL: the notes are JSON (where it is \\u0000) and the store
+  escapes it in the audit trail.
+- Two processes creating the tables at once collide in the catalog, so the schema
+  is made under an advisory lock.
+
+What it leaves out: tables owned by a role other than the host's (the host's role
+could drop its own triggers), TLS (libpq reads sslmode from the URL), and retrying
+a statement when the server restarts (the pool replaces a broken connection; the
+request that met it gets a 500).
+"""
+
+import contextlib
+
+from microagent.host.store import shown
+
+try:
+    import psycopg
+    import psycopg_pool
+except ImportError:  # the host says what to install, not a traceback
+    raise ImportError("a postgresql:// database needs psycopg 3 and its pool: "
+                      "pip install 'microagent[postgres]'") from None
+
+SCHEMA = """
+SELECT pg_advisory_xact_lock(21021);  -- one process at a time makes the tables
+CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, owner TEXT NOT NULL,
+    version BIGINT NOT NULL, length BIGINT NOT NULL,
+    lease_until DOUBLE PRECISION NOT NULL DEFAULT 0, jti TEXT);
+CREATE TABLE IF NOT EXISTS notes (session TEXT NOT NULL, n BIGINT NOT NULL, note TEXT NOT NULL,
+    PRIMARY KEY (session, n));
+CREATE TABLE IF NOT EXISTS audit (n BIGSERIAL PRIMARY KEY, at TEXT NOT NULL, who TEXT,
+    session TEXT, what TEXT NOT NULL, detail TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS rates (who TEXT PRIMARY KEY, busy_until DOUBLE PRECISION NOT NULL);
+CREATE OR REPLACE FUNCTION written_in_pen() RETURNS trigger LANGUAGE plpgsql
+    AS $$ BEGIN RAISE EXCEPTION USING MESSAGE = TG_ARGV[0]; END $$;
+CREATE OR REPLACE TRIGGER notes_in_pen BEFORE UPDATE OR DELETE ON notes
+    FOR EACH ROW EXECUTE FUNCTION written_in_pen('a note is written in pen');
+CREATE OR REPLACE TRIGGER notes_no_truncate BEFORE TRUNCATE ON notes
+    FOR EACH STATEMENT EXECUTE FUNCTION written_in_pen('a note is written in pen');
+CREATE OR REPLACE TRIGGER audit_in_pen BEFORE UPDATE OR DELETE ON audit
+    FOR EACH ROW EXECUTE FUNCTION written_in_pen('the audit trail is append-only');
+CREATE OR REPLACE TRIGGER audit_no_truncate BEFORE TRUNCATE ON audit
+    FOR EACH STATEMENT EXECUTE FUNCTION written_in_pen('the audit trail is append-only');
+"""
+
+
+class Postgres:
+    """A PostgreSQL database: a pool of connections, each statement its own transaction
+    unless several are run as one (`transaction`)."""
+
+    serial = "BIGSERIAL PRIMARY KEY"  # a key the database numbers
+
+    def __init__(self, url: str, size: int = 8):
+        # one connection first, so a wrong URL or password fails here with the server's reason
+        try:
+            psycopg.connect(url, connect_timeout=10).close()
+        except psycopg.Error as e:
+            raise ConnectionError(f"could not open the database {shown(url)}: {e}") from None
+        self.pool = psycopg_pool.ConnectionPool(url, min_size=1, max_size=size, open=True,
+                                                kwargs={"autocommit": True})
+
+    def schema(self) -> None:
+        with self.transaction() as run:
+            run(SCHEMA, None)
+
+    def run(self, sql: str, args: tuple | None = ()) -> tuple[list[tuple], int]:
+        """The rows a statement gives, and how many it changed."""
+        with self.pool.connection() as conn:
+            return _run(conn, sql, args)
+
+    @contextlib.contextmanager
+    def transaction(self):
+        """Yields run(sql, args); the statements are written together, or not at all."""
+        with self.pool.connection() as conn, conn.transaction():
+            yield lambda sql, args=(): _run(conn, sql, args)
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+def _run(conn, sql: str, args: tuple | None) -> tuple[list[tuple], int]:
+    # args None: the text is sent as it is (the schema's % is no placeholder)
+    cursor = conn.execute(sql if args is None else sql.replace("?", "%s"), args)
+    return (cursor.fetchall() if cursor.description else []), cursor.rowcount
