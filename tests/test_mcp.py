@@ -495,7 +495,7 @@ def test_any_mcp_name_becomes_a_name_tool_takes_and_no_other_tool_has(name, take
     Tool(found, "a tool", lambda: "x")  # takes it
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(st.one_of(json_values, st.sampled_from([CALLER, CALLER[:-2] + "03", "ff" + CALLER[2:], CALLER.upper()])),
        st.booleans())
 def test_any_traceparent_a_call_carries_makes_it_a_child_exactly_when_it_is_well_formed(value, modern):
