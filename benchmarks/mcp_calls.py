@@ -9,17 +9,23 @@ through `microagent.mcp.connect`: the arguments checked here, a line of JSON out
 over a pipe, read, checked and run by the server, a line back, read and matched
 by the client's reader thread. Also the same client against `mcp-server-time`
 (PyPI, if installed), whose convert_time does a little work of its own, and the
-time each server takes to start and open MCP. Ratios are measured in one run on
+time each server takes to start and open MCP. And the call traced at both ends:
+the client's Tool traced into a file, its traceparent sent in params._meta, the
+server started with --spans (each call a span, a line in each file). Ratios are measured in one run on
 one machine; the absolute times are only a guide.
 """
 
 import argparse
 import importlib.util
+import os
 import sys
+import tempfile
 import time
 
 from microagent.demo import look_up_order
 from microagent.mcp import connect
+from microagent.otel import Exporter
+from microagent.spans import traced, tracing
 
 ARGS = '{"order_id": "A1234"}'
 TIME_ARGS = '{"source_timezone": "UTC", "time": "09:30", "target_timezone": "Asia/Tokyo"}'
@@ -54,6 +60,14 @@ def main() -> None:
     with server:
         rows.append((f"look_up_order over MCP ({server.protocol})", start,
                      per_call(server.tools()[0].run, ARGS, calls)))
+    with tempfile.TemporaryDirectory() as spans:
+        desk = [sys.executable, "-m", "microagent.mcp", "microagent.demo:look_up_order",
+                "--spans", os.path.join(spans, "desk.jsonl")]
+        server, start = opened(desk)
+        with server, tracing():
+            lookup = traced(server.tools()[0], Exporter(os.path.join(spans, "office.jsonl")))
+            rows.append(("look_up_order over MCP, traced at both ends", start,
+                         per_call(lookup.run, ARGS, calls)))
     if importlib.util.find_spec("mcp_server_time"):
         server, start = opened([sys.executable, "-m", "mcp_server_time"])
         with server:

@@ -7,6 +7,8 @@
     python tests/mcp_fakes.py odd        lists odd tools, asks the client a question mid-call, then writes
                                          a reply with a key given twice
     python tests/mcp_fakes.py orders     the order desk served by the official mcp SDK (MCPServer)
+    python tests/mcp_fakes.py meta       a tool, served by the official SDK, that says the _meta it was
+                                         called with and the span OpenTelemetry's own code read from it
 
 It also holds tools for `python -m microagent.mcp mcp_fakes:noisy mcp_fakes:slow` (run
 from tests/): one that prints on stdout while it is served, one that takes its time.
@@ -104,6 +106,27 @@ def orders():
     server.run("stdio")
 
 
+def meta():
+    """A server written with the official SDK whose one tool says what its call carried: the
+    traceparent in _meta, its other keys, and the span the SDK's OpenTelemetry middleware made
+    of it (with opentelemetry-api alone, the caller's span context itself, or none)."""
+    from mcp.server.mcpserver import Context, MCPServer
+    from opentelemetry import trace
+
+    server = MCPServer("meta")
+
+    @server.tool()
+    def heard(ctx: Context) -> str:
+        """Say the trace context this call came with."""
+        carried = ctx.request_context.meta or {}
+        seen = trace.get_current_span().get_span_context()
+        return json.dumps({"traceparent": carried.get("traceparent"), "keys": sorted(carried),
+                           "otel": [f"{seen.trace_id:032x}", f"{seen.span_id:016x}", seen.is_remote]
+                           if seen.is_valid else None})
+
+    server.run("stdio")
+
+
 if __name__ == "__main__":
     mode = sys.argv[1]
     if mode == "dies":
@@ -120,3 +143,5 @@ if __name__ == "__main__":
         odd()
     elif mode == "orders":
         orders()
+    elif mode == "meta":
+        meta()

@@ -7,7 +7,10 @@
 - the client against small servers that die, hang, print garbage or won't stop (tests/mcp_fakes.py);
 - the server (`python -m microagent.mcp`) with the official `mcp` SDK's client in its three
   modes, and against hostile lines;
-- the refund office whose order lookup is an MCP server, end to end.
+- the refund office whose order lookup is an MCP server, end to end;
+- trace context in params._meta (SEP-414): our client's against a server written with the
+  official SDK, and whatever _meta our server is sent (tests/test_otel.py has the spans of
+  both ends as one trace).
 """
 
 import io
@@ -29,12 +32,15 @@ from printed import check_blocks, python_blocks
 from microagent import CANCELLED, DONE, Action, Agent, Tool, final_answer, scripted, story
 from microagent.demo import QUESTION, support_agent
 from microagent.mcp import McpError, checkable, client, connect, serve
+from microagent.mcp.__main__ import main
 from microagent.mcp.client import cut, local_name, said
 from microagent.mcp.wire import MAX_LINE
+from microagent.spans import current, parse, traced, traceparent, tracing
 
 TESTS = pathlib.Path(__file__).resolve().parent
 FAKES = [sys.executable, str(TESTS / "mcp_fakes.py")]
 OURS = [sys.executable, "-m", "microagent.mcp"]
+CALLER = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"  # a span in another process
 
 
 @pytest.fixture(scope="module")
@@ -488,6 +494,96 @@ def test_any_mcp_name_becomes_a_name_tool_takes_and_no_other_tool_has(name, take
     assert found not in taken
     Tool(found, "a tool", lambda: "x")  # takes it
 
+
+@settings(max_examples=60, deadline=None)
+@given(st.one_of(json_values, st.sampled_from([CALLER, CALLER[:-2] + "03", "ff" + CALLER[2:], CALLER.upper()])),
+       st.booleans())
+def test_any_traceparent_a_call_carries_makes_it_a_child_exactly_when_it_is_well_formed(value, modern):
+    span = where_served(*calls_with([{"traceparent": value}], "2026-07-28" if modern else None))[0]
+    caller = parse(value) if isinstance(value, str) else None
+    assert span.parent_id == (caller and caller.span_id) and (caller is None or span.trace_id == caller.trace_id)
+
+# -- trace context: a span carried in params._meta.traceparent (SEP-414) ---------------------
+
+def test_a_call_from_a_traced_tool_carries_its_span_and_the_sdks_server_reads_it_as_its_parent():
+    written = []
+    with connect([*FAKES, "meta"], name="meta desk") as desk:
+        heard = traced(desk.tools()[0], written.append)
+        outside = json.loads(heard.run("{}").content)  # no block: no span, nothing carried
+        with tracing(CALLER):
+            inside = json.loads(heard.run("{}").content)
+    span, = written
+    assert outside["traceparent"] is None and outside["otel"] is None
+    # the header is the execute_tool span's, and OpenTelemetry's own code (the SDK's middleware)
+    # reads that span as the remote parent of its work
+    assert inside["traceparent"] == traceparent(span) and inside["otel"] == [span.trace_id, span.span_id, True]
+    assert (span.trace_id, span.parent_id) == ("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7")
+    # the rest of _meta is as the protocol needs it (its version, the call's progress token)
+    assert "io.modelcontextprotocol/protocolVersion" in inside["keys"] and "progress_token" in inside["keys"]
+
+
+def calls_with(metas: list, version=None, first=0) -> list[bytes]:
+    """tools/call lines of ids first, first + 1, ..., each carrying its meta as _meta (with the
+    2026-07-28 keys, if `version`)."""
+    lines = []
+    for i, meta in enumerate(metas, first):
+        if version is not None:
+            meta = {"io.modelcontextprotocol/protocolVersion": version,
+                    "io.modelcontextprotocol/clientCapabilities": {}, **meta}
+        lines.append(json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                                 "params": {"name": "where", "arguments": {}, "_meta": meta}}).encode() + b"\n")
+    return lines
+
+
+def where_served(*lines: bytes):
+    """Serve, after initialize, a traced tool that answers with its own span's traceparent:
+    {call id: the span of that call}, and every answer a tool's result, none an error."""
+    written = []
+    where = traced(Tool("where", "Say the span it runs in.", lambda: current()), written.append)
+    opening = [ask("open", "initialize", {"protocolVersion": "2025-11-25"}, None),
+               b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n']
+    answers = [a for a in served(*opening, *lines, tools=[where]) if a["id"] != "open"]
+    assert len(answers) == len(lines) == len(written) and all(a["result"]["isError"] is False for a in answers)
+    by_span = {s.span_id: s for s in written}
+    return {a["id"]: by_span[parse(a["result"]["content"][0]["text"]).span_id] for a in answers}
+
+
+def test_a_call_is_a_child_of_the_span_its_meta_names_and_a_meta_of_any_other_shape_is_ignored():
+    odd = [CALLER.upper()[:3] + CALLER[3:].upper(), CALLER + "-x", " " * 500 + CALLER, CALLER + "\r\n", ""]
+    metas = ["x", None, [CALLER], 7, {"traceparent": 5}, {"traceparent": [CALLER]}, {"traceparent": None},
+             *({"traceparent": header} for header in odd), {"Traceparent": CALLER},
+             {"traceparent": CALLER}]  # the handshake's protocol: id 13 is the one well formed
+    spans = where_served(*calls_with(metas),
+                         *calls_with([{"traceparent": {"a": 1}}, {"traceparent": CALLER}], "2026-07-28", first=100))
+    children = sorted(i for i, span in spans.items() if span.parent_id is not None)
+    assert children == [13, 101]
+    for i in children:
+        assert (spans[i].trace_id, spans[i].parent_id, spans[i].remote) == ("4bf92f3577b34da6a3ce929d0e0e4736",
+                                                                            "00f067aa0ba902b7", True)
+    others = [span for i, span in spans.items() if i not in children]
+    assert len({span.trace_id for span in others}) == len(others) == 14  # each a new trace of its own
+    assert all(span.name == "execute_tool where" and not span.remote for span in others)
+
+
+def test_a_tool_served_plain_finds_the_callers_header_in_current_to_pass_on():
+    plain = Tool("where", "Say the traceparent it runs under.", lambda: str(current()))
+    answers = served(*calls_with([{"traceparent": CALLER}, {"traceparent": "garbage"}, {}], version="2026-07-28"),
+                     tools=[plain])
+    assert [a["result"]["content"][0]["text"] for a in sorted(answers, key=lambda a: a["id"])] == [
+        CALLER, "None", "None"]
+
+
+
+def test_spans_to_a_file_that_cant_be_written_or_a_collector_with_a_password_are_refused_at_the_start(
+        tmp_path, capsys):
+    for flags, told in [(["--spans", str(tmp_path / "no" / "spans.jsonl")], "No such file or directory"),
+                        (["--collector", "http://me:hunter2@127.0.0.1:4318"], "give its credentials in headers="),
+                        (["--collector", "127.0.0.1:4318"], "like 'http://127.0.0.1:4318'")]:
+        with pytest.raises(SystemExit) as stopped:
+            main(["microagent.demo:look_up_order", *flags])
+        words = capsys.readouterr().err
+        assert stopped.value.code == 2 and told in words and "hunter2" not in words, words
+    assert not (tmp_path / "no").exists()
 
 # -- the README's taste -------------------------------------------------------------
 

@@ -1,16 +1,19 @@
 """The workshop's export (microagent.otel), read back by OpenTelemetry's own code, and one
-trace carried through the host: a hosted refund with a model call and an approval is one
-trace across its two HTTP requests.
+trace carried through the host (a hosted refund with a model call and an approval is one
+trace across its two HTTP requests) and through MCP (an office whose order lookup is served
+by `python -m microagent.mcp --spans` is one trace across the two processes).
 
 Every line written is read by opentelemetry-proto-json (`TracesData.from_json`) and must
 come back out exactly as it went in, so no field is misnamed or mis-encoded (a reader
 ignores a field it does not know). The collector is a real HTTP server on 127.0.0.1; the
-model is the stand-in model server; the host is a real server on a free port.
+model is the stand-in model server; the host is a real server on a free port; the MCP
+server is a subprocess, and its other client the official `mcp` SDK's.
 """
 
 import http.client
 import http.server
 import json
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -19,9 +22,11 @@ from opentelemetry.proto_json.collector.trace.v1.trace_service import ExportTrac
 from opentelemetry.proto_json.trace.v1.trace import Span as OtelSpan, Status, TracesData
 
 from host_offices import events
+from microagent import Agent
 from microagent.demo import QUESTION, support_agent
 from microagent.host import Server, refund_office
 from microagent.llm import chat_policy
+from microagent.mcp import connect
 from microagent.otel import Exporter, traces_data
 from microagent.spans import sending, traced, tracing
 from microagent.transport import hardened
@@ -31,7 +36,7 @@ TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 YES = lambda tool, args: True  # noqa: E731
 
 
-def read_back(lines: list[str]) -> list[OtelSpan]:
+def read_back(lines: list[str], service: str = "microagent") -> list[OtelSpan]:
     """Every span in OTLP JSON lines, as OpenTelemetry reads them; each line must come back
     out of its reader exactly as it went in."""
     spans = []
@@ -40,7 +45,7 @@ def read_back(lines: list[str]) -> list[OtelSpan]:
         assert data.to_dict() == json.loads(line), "a field OpenTelemetry does not read as we wrote it"
         [resource] = data.resource_spans
         assert {(a.key, a.value.string_value) for a in resource.resource.attributes} == {("service.name",
-                                                                                            "microagent")}
+                                                                                            service)}
         [scoped] = resource.scope_spans
         assert scoped.scope.name == "microagent.spans"
         spans += scoped.spans
@@ -333,3 +338,57 @@ def test_a_request_with_no_traceparent_to_trust_runs_as_a_new_trace(hosted, sent
     spans = read_back(path.read_text().splitlines())
     [run] = [s for s in spans if s.parent_span_id == b""]
     assert run.name == "invoke_agent support" and run.trace_id.hex() != TRACE and len(spans) == 6
+
+
+# --- one trace through MCP: a span carried in params._meta.traceparent (SEP-414) -----------
+
+DESK = [sys.executable, "-m", "microagent.mcp", "microagent.demo:look_up_order", "--name", "order-desk"]
+
+
+def test_an_office_whose_lookup_is_our_mcp_server_is_one_trace_across_the_two_processes(tmp_path):
+    here, there = tmp_path / "office.jsonl", tmp_path / "desk.jsonl"
+    at_home = support_agent(approver=YES)
+    with connect([*DESK, "--spans", str(there)], name="the order desk") as orders:
+        lookup, = orders.tools()
+        others = [tool for tool in at_home.tools.values() if tool.name != "look_up_order"]
+        office = traced(Agent(at_home.policy, [lookup, *others], name="support"), Exporter(str(here)))
+        with tracing():
+            office.run(QUESTION)
+            office.run("Can I get a refund for order B1?")
+    ours, theirs = read_back(here.read_text().splitlines()), read_back(there.read_text().splitlines(), "order-desk")
+    assert len(theirs) == 2 and all(s.flags == 0x301 for s in theirs)  # their parents are in another process
+    assert outline(ours + theirs)[:4] == ["invoke_agent support", "  chat support_policy",
+                                          "  execute_tool look_up_order", "    execute_tool look_up_order"]
+    calls = [s for s in ours if s.name == "execute_tool look_up_order"]
+    assert [(s.trace_id, s.parent_span_id) for s in theirs] == [(s.trace_id, s.span_id) for s in calls]
+    assert {s.trace_id for s in ours + theirs} == {calls[0].trace_id}  # one block, one trace
+    assert attributes(theirs[0]) == {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "look_up_order",
+                                     "gen_ai.tool.type": "function"}
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+def test_the_official_sdk_client_sends_its_span_in_meta_and_our_servers_spans_are_its_children(tmp_path, mode):
+    anyio = pytest.importorskip("anyio")
+    sdk = pytest.importorskip("mcp")
+    from mcp.client.client import Client
+    from opentelemetry import trace as otel
+    from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+
+    path = tmp_path / "desk.jsonl"
+    caller = NonRecordingSpan(SpanContext(int(TRACE, 16), 0x00f067aa0ba902b7, False, TraceFlags(1)))
+
+    async def session():
+        desk = sdk.StdioServerParameters(command=DESK[0], args=[*DESK[1:], "--spans", str(path)])
+        async with Client(desk, mode=mode) as office:
+            with otel.use_span(caller):  # the SDK's own code puts it in _meta.traceparent
+                found = await office.call_tool("look_up_order", {"order_id": "A1234"})
+            assert found.content[0].text == "A1234, Wireless Headphones, $79, delivered, reported defective"
+            await office.call_tool("look_up_order", {"order_id": "A1234"})  # in no span: a trace of its own
+            wrong = await office.call_tool("look_up_order", {"order_id": "B1"}, meta={"traceparent": "00-x"})
+            assert not wrong.is_error
+    anyio.run(session)
+    first, second, third = (read_back([line], "order-desk") for line in path.read_text().splitlines())
+    assert (first[0].trace_id.hex(), first[0].parent_span_id.hex(), first[0].flags) == (TRACE, "00f067aa0ba902b7",
+                                                                                         0x301)
+    for alone in (second[0], third[0]):
+        assert alone.parent_span_id == b"" and alone.trace_id.hex() != TRACE and alone.flags == 0x101

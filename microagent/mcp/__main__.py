@@ -7,6 +7,10 @@ so an MCP call to it is refused, and the order desk answers.
 
 For a client's settings (Claude Desktop, an IDE, the mcp SDK), the command is
 `python -m microagent.mcp`, with the office after it.
+
+With `--spans FILE` (or `--collector URL`, or both) each tool is served traced:
+every call it runs is an execute_tool span, written as OTLP JSON lines by
+microagent.otel, a child of the client's span if its call carried a traceparent.
 """
 
 import argparse
@@ -15,6 +19,8 @@ import sys
 
 from microagent.agent import Agent
 from microagent.mcp.server import offered, serve
+from microagent.otel import Exporter
+from microagent.spans import traced
 from microagent.tool import Tool
 
 DEFAULT = "microagent.demo:support_agent"
@@ -45,6 +51,14 @@ def tools_of(spec: str) -> list[Tool]:
     raise ValueError(f"{spec} is not an Agent, a Tool or a list of Tools: {found!r}")
 
 
+def spans_to(options) -> Exporter:
+    """The Exporter --spans and --collector name; an OSError now if FILE can't be written."""
+    if options.spans:
+        with open(options.spans, "a", encoding="utf-8"):  # a typo fails here, not per call
+            pass
+    return Exporter(options.spans, options.collector, service=options.name)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m microagent.mcp",
                                      description=__doc__.splitlines()[0])
@@ -53,6 +67,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--name", default="microagent", help="the name it gives clients")
     parser.add_argument("--list", action="store_true",
                         help="print the tools it would serve, and stop")
+    parser.add_argument("--spans", metavar="FILE",
+                        help="write each call's span to FILE, as OTLP JSON lines")
+    parser.add_argument("--collector", metavar="URL",
+                        help="POST each call's span to an OpenTelemetry collector's /v1/traces")
     options = parser.parse_args(argv)
     try:
         tools = [tool for spec in options.office for tool in tools_of(spec)]
@@ -64,6 +82,12 @@ def main(argv: list[str] | None = None) -> None:
             approval = " (needs a human: refused over MCP)" if tool.needs_approval else ""
             print(f"{tool.name}{approval}: {tool.description.splitlines()[0]}")
         return
+    if options.spans or options.collector:
+        try:
+            exporter = spans_to(options)
+        except (ValueError, OSError) as e:
+            parser.exit(2, f"python -m microagent.mcp: {e}\n")
+        tools = [traced(tool, exporter) for tool in tools]
     print(f"serving {', '.join(office)} over MCP on stdio", file=sys.stderr)
     serve(tools, name=options.name)
 

@@ -22,6 +22,9 @@ story work as for any coworker. Each piece is there for a reason (README.md):
 - Only a few harmless variables of your environment reach the server (PATH,
   HOME, ...); pass the rest with `env=`, and their values are blanked out of
   everything the server says back.
+- A call made inside a span (a traced tool's: `traced(tool, record)`) carries
+  its `traceparent` in `params._meta` (SEP-414), so the server's spans join
+  the caller's trace.
 - A server that dies, hangs at the start or writes something that is not MCP
   gives an error that names it and says what to do; `close()` closes its stdin,
   then terminates it, then kills it.
@@ -48,6 +51,7 @@ from microagent.message import TOOL, Message
 from microagent.mcp.wire import (CAPABILITIES_KEY, CLIENT_KEY, LEGACY, MAX_LINE, MODERN,
                                  METHOD_NOT_FOUND, SERVER_KEY, UNSUPPORTED_VERSION, VERSION_KEY,
                                  line, message, quote, reply)
+from microagent.spans import current
 from microagent.tool import Tool
 
 MAX_RESULT = 40_000  # characters of a result the brain reads (about 10,000 tokens)
@@ -342,7 +346,10 @@ class Server:
             id_ = next(self._ids)
             self._pending[id_] = waiting
         if method == "tools/call":  # progress, if it tells any, comes under the call's id
-            params = {**params, "_meta": {**params.get("_meta", {}), "progressToken": id_}}
+            meta = {**params.get("_meta", {}), "progressToken": id_}
+            if (caller := current()) is not None:  # the span this call is made in (SEP-414):
+                meta["traceparent"] = caller      # a traced tool's, the server's parent
+            params = {**params, "_meta": meta}
         try:
             self._outbox.put(line({"jsonrpc": "2.0", "id": id_, "method": method,
                                    "params": params}))  # here: a TypeError is the caller's

@@ -23,6 +23,11 @@ be answered; then serve returns, and the server exits without waiting for it.
 While it serves, anything written to stdout by the tools (a print, a child
 process) goes to stderr instead, so it can't break the stream.
 
+Each call runs inside `tracing(traceparent)` of the header its params._meta
+carries (SEP-414), so a tool served traced (`traced(tool, record)`, or
+`python -m microagent.mcp --spans FILE`) writes its span as a child of the
+client's, and a tool that calls out finds the caller's header in `current()`.
+
 What it leaves out: resources, prompts, sampling, elicitation (the protocol's way
 of asking the client's user; the office's approval stays with its own people),
 notifications of a changed list (the tools are fixed while it serves), and
@@ -39,6 +44,7 @@ from microagent.mcp.wire import (CAPABILITIES_KEY, INTERNAL_ERROR, INVALID_PARAM
                                  INVALID_REQUEST, LEGACY, MAX_LINE, METHOD_NOT_FOUND, MODERN,
                                  PARSE_ERROR, SERVER_KEY, UNSUPPORTED_VERSION, VERSION_KEY,
                                  line, message, reply)
+from microagent.spans import tracing
 from microagent.tool import Tool, said_by
 
 WORKERS = 4  # tool calls running at once; more wait their turn
@@ -259,8 +265,13 @@ class _Session:
             raise _Refusal(INVALID_PARAMS, "a tool's arguments are a JSON object")
         if tool.needs_approval:
             return _result(NEEDS_A_HUMAN.format(name=name), True)
+        meta = params.get("_meta")  # a client's span rides in it (SEP-414), or nothing does
+        caller = meta.get("traceparent") if isinstance(meta, dict) else None
         try:
-            note = tool.run(json.dumps(arguments))
+            # in the thread that runs the tool (a context stays in its thread): a traced
+            # tool's span is the caller's child; a header not well formed is ignored
+            with tracing(caller if isinstance(caller, str) else None):
+                note = tool.run(json.dumps(arguments))
         except Exception as e:  # a result whose own str() fails, say
             return _result(f"{name} failed: {type(e).__name__}: {said_by(e)}", True)
         return _result(note.content.removeprefix("error: ") if note.error else note.content,
