@@ -3,8 +3,9 @@
     python benchmarks/host_load.py                          # 50 clients, 4 sessions each
     python benchmarks/host_load.py --clients 10 --sessions 2
 
-The server is `python -m microagent.host` in its own process, on a fresh
-database; each client is a thread here with a user of its own, and runs the
+The server is `python -m microagent.host --approve-own` in its own process, on a
+fresh database; each client is a thread here with a user of its own (who asks
+and approves their own refunds, so one request carries each step), and runs the
 refund office end to end: create a session, ask (the stream ends waiting for
 approval), approve (the stream ends with the answer). Every request is timed.
 Then every session's notebook is fetched and checked: complete, and sound by
@@ -110,8 +111,8 @@ def in_process(runs: int) -> float:
 def serve(folder: str, users: dict) -> tuple[subprocess.Popen, int]:
     pathlib.Path(folder, "users.json").write_text(json.dumps(users))
     proc = subprocess.Popen([sys.executable, "-m", "microagent.host", "--port", "0", "--db", "host.db",
-                             "--users", "users.json", "--rate", "100", "100"], cwd=folder, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True,
+                             "--users", "users.json", "--rate", "100", "100", "--approve-own"], cwd=folder,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                             env={**os.environ, "MICROAGENT_HOST_SECRET": "benchmark secret, 32 bytes or more"})
     return proc, int(proc.stdout.readline().split("127.0.0.1:")[1].split(" ")[0])
 

@@ -3,7 +3,8 @@
 This is the one seam between the server and its database, small on purpose:
 `load` a session, `create` one, `save` it only if nobody else has since (one
 `UPDATE ... WHERE version = ?`: a writer that read an older version loses, in
-this process or another one), and append to the `audit` trail, which the
+this process or another one), list the sessions that wait for a verdict
+(`waiting`, for the approvers' queue), and append to the `audit` trail, which the
 database itself refuses to change or delete. Moving to a database server
 (PostgreSQL, say) means these few statements and the connection, nothing else.
 
@@ -86,6 +87,10 @@ class Store:
                                "lease_until = ?, jti = ? WHERE id = ? AND version = ?",
                                (to_json(ctx), lease_until, jti, sid, version))
         return version + 1 if changed == 1 else None
+
+    def waiting(self) -> list[str]:
+        """The ids of the sessions whose decision waits for a verdict (a token is out for it)."""
+        return [sid for (sid,) in self._run("SELECT id FROM sessions WHERE jti IS NOT NULL")[0]]
 
     def audit(self, user: str | None, sid: str | None, what: str, detail: str = "") -> None:
         """Append a line to the audit trail (the database refuses to change or delete one)."""
