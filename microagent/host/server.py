@@ -781,8 +781,9 @@ def users_from(path: str) -> dict:
     who approves, if it is missing."""
     with contextlib.suppress(FileExistsError):
         with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
-            json.dump({name: {"token": secrets.token_urlsafe(24), "roles": roles}
-                       for name, roles in FIRST_USERS.items()}, f, indent=1)
+            made = [f'"{name}": ' + json.dumps({"token": secrets.token_urlsafe(24), "roles": roles})
+                    for name, roles in FIRST_USERS.items()]  # a user a line
+            f.write("{\n " + ",\n ".join(made) + "\n}\n")
     try:
         with open(path) as f:
             users = json.load(f)
