@@ -15,6 +15,7 @@ import sqlite3
 import struct
 import threading
 import time
+import unicodedata
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -24,7 +25,7 @@ from microagent.transport.stand_in import reply, serve
 from microagent import Action, Agent, Context, approval, final_answer, from_json, scripted
 from microagent.host import (MAX_BODY, MAX_DEPTH, MAX_TEXT, Server, args_hash, llm_office, refund_office, sign,
                              thinking, verify)
-from microagent.host.server import Handler, main, read_users, secret_from, users_from
+from microagent.host.server import Handler, main, printable, read_users, secret_from, users_from
 from microagent.host.store import Store
 from microagent.demo import check_policy, look_up_order, support_policy
 from microagent.invariants import check
@@ -1077,6 +1078,15 @@ def test_the_audit_trail_prints_a_reason_with_line_breaks_on_its_own_line(host, 
     [denied] = [line for line in printed if " | denied | " in line]
     assert denied.endswith(r"asked by alice: issue_refund: no.\n2026-12-01T09:10:24Z | bob | x | approved | "
                            r"issue_refund\u2028\u202e{\"amount\": 97}".replace('\\"', '"'))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text() | st.none(), min_size=1, max_size=5))
+def test_an_audit_row_prints_as_one_line_whatever_its_values_hold(values):
+    printed = " | ".join(printable(v) for v in values)
+    assert printed.splitlines() in ([printed], [])  # one line: no break of any kind Python knows
+    # no control character, no mark that reorders text, no half a character: each shows as its escape
+    assert not [c for c in printed if unicodedata.category(c)[0] == "C" or unicodedata.category(c) in ("Zl", "Zp")]
 
 
 def test_every_answer_of_the_api_says_nosniff_and_no_store(host):
