@@ -89,8 +89,10 @@ class Store:
         return version + 1 if changed == 1 else None
 
     def waiting(self) -> list[str]:
-        """The ids of the sessions whose decision waits for a verdict (a token is out for it)."""
-        return [sid for (sid,) in self._run("SELECT id FROM sessions WHERE jti IS NOT NULL")[0]]
+        """The ids of the sessions whose decision waits for a verdict (a token is out for it),
+        the oldest session first."""
+        rows, _ = self._run("SELECT id FROM sessions WHERE jti IS NOT NULL ORDER BY rowid")
+        return [sid for (sid,) in rows]
 
     def audit(self, user: str | None, sid: str | None, what: str, detail: str = "") -> None:
         """Append a line to the audit trail (the database refuses to change or delete one)."""
