@@ -1004,14 +1004,18 @@ def test_a_request_cut_off_mid_headers_by_the_deadline_is_never_carried_out(host
 def reset_right_after(h, monkeypatch, user: str, path: str, body: dict) -> None:
     """Send a whole request, and close with a reset (SO_LINGER 0) once the server has read it and
     is saving the session it takes, before any answer has gone out."""
-    saving, go_on = threading.Event(), threading.Event()
+    saving, go_on, saved = threading.Event(), threading.Event(), threading.Event()
     save = Store.save
 
     def slow(self, *args, **more):  # the first save that takes a lease waits for the reset
-        if more.get("lease_until") and not saving.is_set():
-            saving.set()
-            go_on.wait(30)
-        return save(self, *args, **more)
+        if not (more.get("lease_until") and not saving.is_set()):
+            return save(self, *args, **more)
+        saving.set()
+        go_on.wait(30)
+        try:
+            return save(self, *args, **more)
+        finally:
+            saved.set()
     monkeypatch.setattr(Store, "save", slow)
     conn = socket.create_connection(("127.0.0.1", h.port))
     conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -1022,6 +1026,7 @@ def reset_right_after(h, monkeypatch, user: str, path: str, body: dict) -> None:
     conn.close()
     time.sleep(0.1)  # the reset has arrived
     go_on.set()
+    assert saved.wait(30)  # the session is taken: from here on, running says whether it was let go
     monkeypatch.undo()
 
 
