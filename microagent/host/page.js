@@ -107,13 +107,9 @@ async function queue() {  // the decisions across sessions that wait for this ap
   return items;
 }
 
-async function picture(mine) {  // the run drawn as a picture: fetched with the token, shown as an image
+async function drawing() {  // the run drawn as a picture, fetched with the token: a blob, or null
   const response = await fetch(`/sessions/${sid}/picture`, {headers: {Authorization: `Bearer ${token}`}});
-  const svg = response.ok && await response.blob();
-  if (!svg || mine !== view) return;
-  unpicture();
-  $("picture").src = URL.createObjectURL(svg);  // subtle: an image, so no script in it could run
-  $("picture").hidden = false;
+  return response.ok ? response.blob() : null;
 }
 
 function unpicture() {
@@ -124,9 +120,14 @@ function unpicture() {
 
 async function refresh(mine) {  // the session as it is now: its story and picture, and what waits, for whom
   const session = await call("GET", `/sessions/${sid}`);
-  if (mine !== view) return null;
   const now = JSON.stringify([session.notebook.messages.length, session.running, session.pending]);
-  if (now === seen && !busy) return watch(session, mine);  // nothing new since the last look
+  if (mine !== view || (now === seen && !busy)) return mine === view ? watch(session, mine) : null;
+  const mayRule = may("approves") && (session.asker !== me.user || me.approves_own);
+  const offered = session.pending && mayRule && (await queue()).find((w) => w.session === sid);
+  const svg = await drawing();
+  if (mine !== view) return null;
+  // subtle: from here on nothing awaits, so the page changes all at once: no click, no other look at the
+  // session, ever finds the panel hidden or the decision gone half way through
   seen = now;
   $("story").replaceChildren();
   notes = [];
@@ -134,14 +135,15 @@ async function refresh(mine) {  // the session as it is now: its story and pictu
   session.notebook.messages.forEach(add);
   $("session").textContent = session.asker === me.user ? `Your session ${sid}` : `Session ${sid}, `
     + `asked by ${session.asker}`;
-  await picture(mine);
-  if (mine !== view) return null;
+  unpicture();
+  if (svg) {
+    $("picture").src = URL.createObjectURL(svg);  // subtle: an image, so no script in it could run
+    $("picture").hidden = false;
+  }
   const before = waiting;
   waiting = null;
-  $("approval").hidden = $("waits").hidden = true;
-  const mayRule = may("approves") && (session.asker !== me.user || me.approves_own);
-  const offered = session.pending && mayRule && (await queue()).find((w) => w.session === sid);
-  if (mine !== view) return null;
+  $("approval").hidden = !offered;
+  $("waits").hidden = true;
   if (session.running) tell("A run is streaming on this session elsewhere: the page shows it when it ends.");
   else if (offered) offer(offered, before);
   else if (session.pending && session.asker === me.user) waits(session.pending);
