@@ -3,8 +3,9 @@
     python benchmarks/host_load.py                          # 50 clients, 4 sessions each
     python benchmarks/host_load.py --processes 2 --clients 10 --sessions 2
 
-Each server is `python -m microagent.host` in its own process, on a fresh
-database; each client is a thread here with a user of its own, and runs the
+Each server is `python -m microagent.host --approve-own` in its own process, on a
+fresh database; each client is a thread here with a user of its own (who asks
+and approves their own refunds, so one request carries each step), and runs the
 refund office end to end: create a session, ask (the stream ends waiting for
 approval), approve (the stream ends with the answer). Every request is timed.
 Then every session's notebook is fetched and checked: complete, and sound by
@@ -124,8 +125,8 @@ def serve(folder: str, users: dict, db: str = "host.db") -> tuple[subprocess.Pop
     """A server process on `db` (a sqlite file in `folder`, or a postgresql:// URL): it, and its port."""
     pathlib.Path(folder, "users.json").write_text(json.dumps(users))
     proc = subprocess.Popen([sys.executable, "-m", "microagent.host", "--port", "0", "--db", db,
-                             "--users", "users.json", "--rate", "100", "100"], cwd=folder, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True,
+                             "--users", "users.json", "--rate", "100", "100", "--approve-own"], cwd=folder,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                             env={**os.environ, "MICROAGENT_HOST_SECRET": "benchmark secret, 32 bytes or more"})
     return proc, int(proc.stdout.readline().split("127.0.0.1:")[1].split(" ")[0])
 

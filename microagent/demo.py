@@ -14,6 +14,9 @@ The one rule: no money goes out without a human. With an approver, the refund
 asks them on the spot (microagent.approval.gate); without one, the refund needs
 approval, so the run pauses with the refund waiting for a human's verdict.
 
+A refund is an amount over $0 in dollars and cents (`refund_problem` says what
+is wrong with any other), written as a person reads it: $1,234,567.50 (`dollars`).
+
 It does not look anything up for real: the orders and the policy are a small
 dict, so the demo runs offline. `support_agent(orders=...)` puts another order
 table in the office (microagent.learned makes up many), and `refund=` another
@@ -27,9 +30,10 @@ import re
 from microagent.agent import Agent
 from microagent.approval import gate
 from microagent.context import Context
+from microagent.message import Message
 from microagent.policy import Action
 from microagent.schema import as_tool
-from microagent.tool import Tool, final_answer
+from microagent.tool import Tool, error_note, final_answer
 from microagent.trace import show
 
 QUESTION = "Can I get a refund for order A1234? It arrived broken."
@@ -59,9 +63,39 @@ look_up_order, check_policy = order_desk(ORDERS)
 
 
 @as_tool
-def issue_refund(order_id: str, amount: float) -> str:
+def issue_refund(order_id: str, amount: float) -> str | Message:
     """Refund an amount in dollars to the card the order was paid with."""
-    return f"${amount:g} refunded to the original card"
+    if problem := refund_problem(amount):  # an error note, for the brain: nothing is paid
+        return error_note("issue_refund", problem)
+    return f"{dollars(amount)} refunded to the original card"
+
+
+def refund_problem(amount: float) -> str | None:
+    """What is wrong with an amount to refund, in words; None if it is one to pay.
+
+    >>> refund_problem(79) is None
+    True
+    >>> refund_problem(-500), refund_problem(0.001)
+    ('a refund is more than $0, not -500', 'a refund is in dollars and cents, not 0.001')
+    """
+    try:
+        whole = float(amount)  # a whole number of 400 digits is no sum of money either
+    except OverflowError:
+        return "a refund is a sum of money, not a number of hundreds of digits"
+    if not whole > 0:
+        return f"a refund is more than $0, not {amount!r}"
+    if round(amount, 2) != amount:
+        return f"a refund is in dollars and cents, not {amount!r}"
+    return None
+
+
+def dollars(amount: float) -> str:
+    """An amount as a person reads it, never in scientific notation.
+
+    >>> dollars(79), dollars(70.5), dollars(1234567), dollars(1e20)
+    ('$79', '$70.50', '$1,234,567', '$100,000,000,000,000,000,000')
+    """
+    return f"${amount:,.0f}" if amount == int(amount) else f"${amount:,.2f}"
 
 
 def price(looked: str) -> int | None:
@@ -101,9 +135,9 @@ def support_policy(ctx: Context, tools) -> Action:
                           "it qualifies, and a refund needs a human to sign off")
     if last.name == "issue_refund" and not last.error:  # it went through
         # what ran, which a human may have changed from what was asked
-        refunded = re.search(r"\$[\d.]+", last.content).group()
-        answer = (f"Good news, {order_id} qualifies. I refunded {refunded} "
-                  "to your card, here in 3 to 5 days.")
+        paid = re.search(r"\$\d[\d,]*(\.\d\d)?", last.content)  # as dollars() writes it
+        said = f"I refunded {paid[0]} to your card" if paid else "Your refund is sent"
+        answer = f"Good news, {order_id} qualifies. {said}, here in 3 to 5 days."
         return Action("final_answer", {"answer": answer},
                       "all set, time to reply to the customer")
     answer = (f"Sorry, I can't refund {order_id} right now. "

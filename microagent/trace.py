@@ -16,13 +16,15 @@ begins the way its kind of note begins, so a line break inside a note (any of
 those Python's str.splitlines knows: \n, \r, \u2028, \x85, \f, ...) starts a
 line marked `|` as the same note's, and any other control character (a
 terminal's escape codes, which could move the cursor up and print over a
-line) is shown as its escape, `\x1b`, as is half a character (`\ud800`).
+line) is shown as its escape, `\x1b`, as are half a character (`\ud800`) and
+the marks that reorder text (`\u202e`, the right-to-left override, would show
+$97 as $79).
 
 It only reads; it never changes a notebook, and it shows the arguments of a
 decision only where they matter to a human (a call waiting for approval, a
-verdict that changed them). It does not defend against look-alike letters or
-right-to-left marks: what a note says stays on its own lines, not beyond
-doubt in how it looks.
+verdict that changed them). It does not defend against look-alike letters:
+what a note says stays on its own lines and in its own order, not beyond doubt
+in how it looks.
 """
 
 import re
@@ -31,9 +33,10 @@ from microagent.context import Context
 from microagent.message import Message
 
 BREAK = r"\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]"  # every one str.splitlines knows
-# every other control character but tab, and half a character (a lone surrogate: a
-# terminal can't print it)
-OTHER = r"[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f\ud800-\udfff]"
+# every other control character but tab, the marks that reorder text (a right-to-left
+# override shows $97 as $79), and half a character (a lone surrogate: nothing prints it)
+OTHER = (r"[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f"
+         r"\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 CONTROL = re.compile(f"({BREAK})|{OTHER}")
 
 

@@ -510,6 +510,15 @@ def test_the_story_as_it_was_marked_before_lets_a_note_print_alices_approval():
     assert forged_approvals(made) == [] and lines_of_no_note(made) == []
 
 
+def test_a_mark_that_would_reorder_a_note_shows_as_its_escape_in_the_story():
+    # U+202E (right-to-left override) after the order id shows the amount 97 as 79 wherever text is laid
+    # out right to left (Jupyter shows a Context's story in a browser); the story shows the mark instead
+    waits = Context((Message(USER, "refund A1234"),
+                     Message(ASSISTANT, "", "support", "issue_refund", '{"order_id": "A1234\u202e", "amount": 97}')))
+    told = story(waits)
+    assert "\u202e" not in told and '{"order_id": "A1234\\u202e", "amount": 97} is waiting for a human' in told
+
+
 # --- examples/pause_resume.py: refused whole, paid once -------------------------------------------
 
 def pause_resume(*args: str, cwd: pathlib.Path) -> subprocess.CompletedProcess:

@@ -7,12 +7,15 @@ test_host_processes.py. The LLM office's tests talk to the stand-in model server
 """
 
 import base64
+import http.client
 import json
 import xml.etree.ElementTree as ET
 import socket
 import sqlite3
+import struct
 import threading
 import time
+import unicodedata
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -22,7 +25,9 @@ from microagent.transport.stand_in import reply, serve
 from microagent import Action, Agent, Context, approval, final_answer, from_json, scripted
 from microagent.host import (MAX_BODY, MAX_DEPTH, MAX_TEXT, Server, args_hash, llm_office, refund_office, sign,
                              thinking, verify)
-from microagent.host.server import secret_from
+from microagent.host.server import Handler, main, printable, read_users, secret_from, users_from
+from microagent.host.store import Store
+from microagent.demo import check_policy, look_up_order, support_policy
 from microagent.invariants import check
 from microagent.picture import draw
 from microagent.schema import as_tool
@@ -32,18 +37,35 @@ QUESTION = "Can I get a refund for order A1234? It arrived broken."
 ANSWER = "Good news, A1234 qualifies. I refunded $79 to your card, here in 3 to 5 days."
 
 
-class Host:
-    """A server on a free port in a thread, and a client that speaks as alice or bob."""
+# alice and dan ask, bob approves, carol does both
+USERS = {"alice": {"token": "alice-token-0123456789", "roles": ["asks"]},
+         "bob": {"token": "bob-token-0123456789", "roles": ["approves"]},
+         "carol": {"token": "carol-token-0123456789", "roles": ["asks", "approves"]},
+         "dan": {"token": "dan-token-0123456789", "roles": ["asks"]}}
 
-    def __init__(self, tmp_path, office=refund_office, **settings):
+
+class Host:
+    """A server on a free port in a thread, and a client that speaks as any of USERS."""
+
+    def __init__(self, tmp_path, office=refund_office, users=USERS, **settings):
         self.db = str(tmp_path / "host.db")
-        self.users = {"alice": "alice-token-0123456789", "bob": "bob-token-0123456789"}
-        self.server = Server(office, self.db, self.users, SECRET, quiet=True, **settings)
+        self.users = {name: user["token"] if isinstance(user, dict) else user for name, user in users.items()}
+        self.server = Server(office, self.db, users, SECRET, quiet=True, **settings)
         self.port = self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()  # quick to stop
 
     def call(self, user, method, path, body=None):
         return request(self.port, method, path, self.users.get(user, user), body)
+
+    def queue(self, user="bob") -> list[dict]:
+        status, _, answer = self.call(user, "GET", "/approvals")
+        assert status == 200, answer
+        return answer["waiting"]
+
+    def token(self, sid, user="bob") -> str:
+        """The approval token the user's queue holds for the session."""
+        [token] = [asked["approval_token"] for asked in self.queue(user) if asked["session"] == sid]
+        return token
 
     def new(self, user="alice") -> str:
         status, _, answer = self.call(user, "POST", "/sessions")
@@ -53,14 +75,14 @@ class Host:
     def ask(self, sid, text=QUESTION, user="alice"):
         return self.call(user, "POST", f"/sessions/{sid}/messages", {"text": text})
 
-    def paused(self, user="alice") -> tuple[str, str]:
-        """A new session whose refund waits for a human: (its id, the approval token)."""
+    def paused(self, user="alice", approver="bob") -> tuple[str, str]:
+        """A new session whose refund waits for a reviewer: (its id, the approver's token)."""
         sid = self.new(user)
         status, _, stream = self.ask(sid, user=user)
         assert status == 200 and stream[-1][0] == "approval_required"
-        return sid, stream[-1][1]["approval_token"]
+        return sid, self.token(sid, approver)
 
-    def verdict(self, sid, token, user="alice", **more):
+    def verdict(self, sid, token, user="bob", **more):
         return self.call(user, "POST", f"/sessions/{sid}/approvals", {"approval_token": token, "approve": True, **more})
 
     def notebook(self, sid, user="alice") -> Context:
@@ -109,13 +131,21 @@ def test_a_whole_session_create_ask_stream_approve_stream(host):
     assert status == 200 and response.getheader("Content-Type") == "text/event-stream"
     assert names(stream) == ["result:look_up_order", "result:check_policy", "approval_required"]
     assert stream[0][1]["content"] == "A1234, Wireless Headphones, $79, delivered, reported defective"
-    asked = stream[-1][1]
-    assert (asked["tool"], asked["args"], asked["call"]) == ("issue_refund", {"order_id": "A1234", "amount": 79}, 5)
+    # alice asks, so the refund waits for a reviewer: her stream carries no token
+    assert stream[-1][1] == {"tool": "issue_refund", "args": {"order_id": "A1234", "amount": 79}, "call": 5,
+                             "waits_for": "a reviewer"}
     # what waits is in the notebook, and GET says so
     status, _, shown = h.call("alice", "GET", f"/sessions/{sid}")
     assert shown["pending"] == {"tool": "issue_refund", "args": {"order_id": "A1234", "amount": 79}, "call": 5}
+    assert (shown["asker"], shown["running"], shown["stopped"]) == ("alice", False, "paused")
     assert approval.waiting(h.notebook(sid)).tool == "issue_refund" and h.refunds() == []
-    # the human says yes, and the rest of the run streams
+    # bob, who approves, finds it in his queue, in full, with a token bound to him
+    [asked] = h.queue("bob")
+    assert {k: v for k, v in asked.items() if k != "approval_token"} == {
+        "session": sid, "asker": "alice", "question": QUESTION, "tool": "issue_refund",
+        "args": {"order_id": "A1234", "amount": 79}, "call": 5}
+    assert claims_of(asked["approval_token"])["sub"] == "bob"
+    # he says yes, and the rest of the run streams to him
     status, _, stream = h.verdict(sid, asked["approval_token"])
     assert status == 200
     assert names(stream) == ["result:issue_refund", "result:final_answer", "done"]
@@ -125,9 +155,10 @@ def test_a_whole_session_create_ask_stream_approve_stream(host):
     # question, then (decision, result) x2, decision, verdict, result, decision, result
     assert [m.role for m in ctx] == ["user"] + ["assistant", "tool"] * 2 + ["assistant", "user", "tool"] \
         + ["assistant", "tool"]
-    assert ctx[6].name == "alice" and ctx[6].kind == "verdict"
+    assert ctx[6].name == "bob" and ctx[6].kind == "verdict"
     assert [data["at"] for event, data in stream if event == "result"] == [7, 9]  # where each note is
     assert h.refunds() == [(f"{sid}/5", "A1234", 79)]
+    assert h.queue("bob") == [] and h.call("alice", "GET", f"/sessions/{sid}")[2]["stopped"] == "done"
 
 
 def test_each_event_is_one_line_of_json_named_by_event(host):
@@ -158,7 +189,7 @@ def test_approve_with_edited_arguments_runs_the_tool_with_them(host):
     assert status == 200 and stream[0][1]["content"] == "$70 refunded to the original card (receipt R1)"
     assert h.refunds() == [(f"{sid}/5", "A1234", 70)]
     assert h.notebook(sid)[6].args == '{"order_id": "A1234", "amount": 70}'
-    assert ("alice", sid, "approved", 'issue_refund {"order_id": "A1234", "amount": 70}') in h.trail()
+    assert ("bob", sid, "approved", 'asked by alice: issue_refund {"order_id": "A1234", "amount": 70}') in h.trail()
 
 
 def test_edited_arguments_that_dont_fit_the_tool_are_refused_and_change_nothing(host):
@@ -174,14 +205,14 @@ def test_edited_arguments_that_dont_fit_the_tool_are_refused_and_change_nothing(
 def test_deny_with_a_reason_and_the_refund_never_runs(host):
     h = host()
     sid, token = h.paused()
-    status, _, stream = h.call("alice", "POST", f"/sessions/{sid}/approvals",
+    status, _, stream = h.call("bob", "POST", f"/sessions/{sid}/approvals",
                                {"approval_token": token, "approve": False, "reason": "send it back first"})
     assert status == 200
     assert names(stream) == ["result:issue_refund", "result:final_answer", "done"]
-    assert stream[0][1]["error"] and stream[0][1]["content"] == "denied by alice: send it back first"
+    assert stream[0][1]["error"] and stream[0][1]["content"] == "denied by bob: send it back first"
     assert stream[-1][1]["answer"].startswith("Sorry, I can't refund A1234")
     assert h.refunds() == []
-    assert ("alice", sid, "denied", "issue_refund: send it back first") in h.trail()
+    assert ("bob", sid, "denied", "asked by alice: issue_refund: send it back first") in h.trail()
 
 
 def test_a_session_goes_on_with_a_second_question(host):
@@ -194,12 +225,12 @@ def test_a_session_goes_on_with_a_second_question(host):
     assert len(h.notebook(sid)) == 10 + 5
 
 
-def test_resume_hands_out_a_new_token_and_the_old_one_stops_working(host):
+def test_resume_asks_again_and_the_old_token_stops_working(host):
     h = host()
     sid, old = h.paused()
     status, _, stream = h.call("alice", "POST", f"/sessions/{sid}/resume", {})
-    assert names(stream) == ["approval_required"]
-    new = stream[0][1]["approval_token"]
+    assert names(stream) == ["approval_required"] and stream[0][1]["waits_for"] == "a reviewer"
+    new = h.token(sid)
     status, _, answer = h.verdict(sid, old)
     assert status == 403 and "newer token replaced it" in answer["error"]
     assert h.verdict(sid, new)[0] == 200
@@ -218,7 +249,7 @@ def test_the_token_is_a_jwt_bound_to_user_session_call_and_arguments(host):
     sid, token = h.paused()
     claims = claims_of(token)
     assert claims.keys() == {"sub", "sid", "call", "args", "jti", "iat", "exp"}
-    assert (claims["sub"], claims["sid"], claims["call"]) == ("alice", sid, 5)
+    assert (claims["sub"], claims["sid"], claims["call"]) == ("bob", sid, 5)
     assert claims["args"] == args_hash('{"order_id": "A1234", "amount": 79}')
     assert claims["exp"] - claims["iat"] == 600
     assert verify(token, SECRET, time.time()) == claims
@@ -226,7 +257,7 @@ def test_the_token_is_a_jwt_bound_to_user_session_call_and_arguments(host):
 
 @pytest.mark.parametrize("change, refusal", [
     ({"sid": "another-session"}, "not for this session"),
-    ({"sub": "bob"}, "not for this user"),
+    ({"sub": "carol"}, "not for this user"),
     ({"call": 3}, "not for this tool call"),
     ({"args": args_hash('{"order_id": "A1234", "amount": 7900}')}, "not for this tool call's arguments"),
     ({"jti": "an-old-one"}, "newer token replaced it"),
@@ -276,7 +307,7 @@ def test_a_used_token_replayed_finds_nothing_pending(host):
     sid, token = h.paused()
     assert h.verdict(sid, token)[0] == 200
     status, _, answer = h.verdict(sid, token)
-    assert status == 409 and "nothing waits for approval" in answer["error"]
+    assert status == 409 and "nothing here waits for a verdict any more" in answer["error"]
     assert len(h.refunds()) == 1
 
 
@@ -321,8 +352,8 @@ def test_another_users_session_answers_404_exactly_like_a_missing_one(host):
     for method, path, body in [("GET", "", None), ("GET", "/picture", None), ("POST", "/messages", {"text": "hi"}),
                                ("POST", "/resume", {}),
                                ("POST", "/approvals", {"approval_token": token, "approve": True})]:
-        theirs = h.call("bob", method, f"/sessions/{sid}{path}", body)
-        missing = h.call("bob", method, f"/sessions/no-such-session{path}", body)
+        theirs = h.call("dan", method, f"/sessions/{sid}{path}", body)  # dan asks, and only in his own
+        missing = h.call("dan", method, f"/sessions/no-such-session{path}", body)
         assert theirs[0] == missing[0] == 404 and theirs[2] == missing[2] == {"error": "no such session"}
     assert h.refunds() == [] and approval.waiting(h.notebook(sid)) is not None
 
@@ -383,15 +414,18 @@ def test_a_second_message_while_a_run_streams_gets_409(host):
     assert [m.content for m in h.notebook(sid) if m.kind == "question"] == ["go"]  # "me too" never got in
 
 
-def test_driving_the_loop_too_often_gets_429_with_retry_after(host):
-    h = host(rate=(0.01, 2))  # two runs at once, then one per 100 seconds
+def test_driving_the_loop_or_making_sessions_too_often_gets_429_with_retry_after(host):
+    h = host(rate=(0.01, 3))  # three at once, then one per 100 seconds
     sid = h.new()
     assert h.ask(sid)[0] == 200
     assert h.call("alice", "POST", f"/sessions/{sid}/resume", {})[0] == 200
     status, response, answer = h.ask(sid, "again")
     assert status == 429 and "too many runs" in answer["error"]
     assert 90 <= int(response.getheader("Retry-After")) <= 100
-    assert h.paused("bob")  # per user: bob still drives his own sessions
+    # making sessions counts too: a loop of POST /sessions can't fill the database
+    status, response, answer = h.call("alice", "POST", "/sessions", {})
+    assert status == 429 and 90 <= int(response.getheader("Retry-After")) <= 100
+    assert h.paused("dan")  # per user: dan still drives his own sessions
     assert ("alice", sid, "refused 429", "too many runs: wait and try again") in h.trail()
 
 
@@ -576,15 +610,21 @@ def test_bad_approval_bodies_are_refused(host):
     assert h.verdict(sid, token)[0] == 200
 
 
-def test_a_missing_or_unknown_bearer_token_gets_401_and_the_token_is_never_echoed(host):
+def test_a_missing_or_unknown_bearer_token_gets_401_and_writes_nothing_in_the_audit_trail(host):
     h = host()
-    for token in (None, "mallory-guessed-token", h.users["alice"] + "x", ""):
-        status, response, answer = request(h.port, "POST", "/sessions", token)
-        assert status == 401 and response.getheader("WWW-Authenticate") == "Bearer"
-        assert "Bearer <token>" in answer["error"]
-    assert "mallory" not in json.dumps(h.trail())
+    sid, token = h.paused()
+    before = h.trail()
+    for bearer in (None, "mallory-guessed-token", h.users["alice"] + "x", ""):
+        for method, path, body in [("POST", "/sessions", {}), ("GET", "/approvals", None), ("GET", "/me", None),
+                                   ("GET", f"/sessions/{sid}", None), ("POST", f"/sessions/{sid}/resume", {}),
+                                   ("POST", f"/sessions/{sid}/approvals", {"approval_token": token, "approve": True})]:
+            status, response, answer = request(h.port, method, path, bearer, body)
+            assert status == 401 and response.getheader("WWW-Authenticate") == "Bearer"
+            assert "Bearer <token>" in answer["error"]
+    # a stranger's requests go to the server's log, not the audit trail: they could fill it for ever
+    assert h.trail() == before and h.verdict(sid, token)[0] == 200
     status, _, answer = h.call("alice", "GET", "/nowhere")
-    assert status == 404 and "the routes are POST /sessions, GET /sessions/{id}" in answer["error"]
+    assert status == 404 and "the routes are GET /me, POST /sessions, GET /approvals" in answer["error"]
 
 
 @pytest.mark.parametrize("authorization", ["alice-token-0123456789", "Basic alice-token-0123456789",
@@ -693,18 +733,19 @@ def test_the_audit_trail_keeps_every_call_and_verdict_and_refusal_and_cannot_be_
     sid, token = h.paused()
     h.verdict(sid, token)
     h.verdict(sid, token)  # replayed: 409
-    h.call("bob", "GET", f"/sessions/{sid}")  # not bob's: 404
+    h.call("dan", "GET", f"/sessions/{sid}")  # not dan's: 404
+    # who asked, who approved (and whose request ran what), and every refusal
     assert h.trail() == [
         ("alice", sid, "created", ""),
         ("alice", sid, "tool call", "look_up_order (call 1)"),
         ("alice", sid, "tool call", "check_policy (call 3)"),
         ("alice", sid, "approval requested", 'issue_refund {"order_id": "A1234", "amount": 79}'),
-        ("alice", sid, "approved", 'issue_refund {"order_id": "A1234", "amount": 79}'),
-        ("alice", sid, "tool call", "issue_refund (call 5)"),
-        ("alice", sid, "tool call", "final_answer (call 8)"),
-        ("alice", sid, "refused 409", "nothing waits for approval on this session: the token was used, "
-                                      "or the run moved on"),
-        ("bob", sid, "refused 404", "no such session"),
+        ("bob", sid, "approved", 'asked by alice: issue_refund {"order_id": "A1234", "amount": 79}'),
+        ("bob", sid, "tool call", "issue_refund (call 5)"),
+        ("bob", sid, "tool call", "final_answer (call 8)"),
+        ("bob", sid, "refused 409", "nothing here waits for a verdict any more: it was decided, "
+                                    "or the run moved on"),
+        ("dan", sid, "refused 404", "no such session"),
     ]
     with sqlite3.connect(h.db) as db:
         # REPLACE deletes the row it replaces without firing the DELETE trigger: refused all the same
@@ -736,10 +777,13 @@ def test_a_verdict_saved_but_not_carried_out_is_carried_out_by_resume_and_paid_o
     sid, token = h.paused()
     # as if the server had died after saving the verdict and before running the refund
     s = h.server.store.load(sid)
-    ctx = approval.verdict(s.context, h.server.agent.tools["issue_refund"], True, by="alice")
+    ctx = approval.verdict(s.context, h.server.agent.tools["issue_refund"], True, by="bob")
     assert h.server.store.save(sid, ctx, s.version) is not None
     assert h.verdict(sid, token)[0] == 409  # the verdict used the token up
-    assert h.ask(sid, "hello?")[0] == 409  # and a verdict not yet carried out is waited on too
+    status, _, answer = h.ask(sid, "hello?")  # and a verdict not yet carried out is waited on too
+    assert status == 409 and answer["error"] == ("the verdict on issue_refund is saved but not carried out yet: "
+                                                 "resume the session to carry it out")
+    assert h.call("carol", "POST", f"/sessions/{sid}/resume", {})[0] == 404  # nor hers to see any more
     status, _, stream = h.call("alice", "POST", f"/sessions/{sid}/resume", {})
     assert names(stream) == ["result:issue_refund", "result:final_answer", "done"]
     assert stream[0][1] == {"tool": "issue_refund", "args": '{"order_id": "A1234", "amount": 79}',
@@ -806,9 +850,9 @@ def test_an_edited_approval_streams_the_arguments_the_tool_ran_with(host):
     status, _, stream = h.verdict(sid, token, args={"order_id": "A1234", "amount": 70})
     assert stream[0][1]["args"] == '{"order_id": "A1234", "amount": 70}'
     sid, token = h.paused()
-    status, _, stream = h.call("alice", "POST", f"/sessions/{sid}/approvals",
+    status, _, stream = h.call("bob", "POST", f"/sessions/{sid}/approvals",
                                {"approval_token": token, "approve": False})
-    assert stream[0][1]["args"] is None and stream[0][1]["content"] == "denied by alice: no reason given"
+    assert stream[0][1]["args"] is None and stream[0][1]["content"] == "denied by bob: no reason given"
 
 
 @pytest.fixture(scope="module")
@@ -832,10 +876,337 @@ bodies = st.one_of(st.binary(max_size=100), json_values.map(lambda v: json.dumps
 def test_whatever_a_client_sends_it_gets_a_json_refusal_and_nothing_changes(waiting, route, body):
     h, sid, token = waiting
     before = h.notebook(sid)
-    status, response, answer = h.call("alice", "POST", f"/sessions/{sid}/{route}", body)
-    if route == "resume" and status == 200:  # a well-formed resume: a fresh token (the old one stops working)
+    user = "bob" if route == "approvals" else "alice"  # the one who may approve, and the one who asks
+    status, response, answer = h.call(user, "POST", f"/sessions/{sid}/{route}", body)
+    if route == "resume" and status == 200:  # a well-formed resume: asked again (the old token stops working)
         assert answer[-1][0] == "approval_required"
     else:
         assert status in (400, 403, 409) and response.getheader("Content-Type") == "application/json"
         assert isinstance(answer["error"], str) and answer["error"]
     assert h.notebook(sid) == before and h.refunds() == []
+
+
+# ----------------------------------------------------------------------------
+# who may approve: roles, the approver's queue, and a reviewer who is not the asker
+
+def test_nobody_approves_their_own_request_unless_the_host_is_started_to_allow_it(host):
+    h = host()
+    sid = h.new("carol")  # carol asks and approves, but not her own request
+    status, _, stream = h.ask(sid, user="carol")
+    assert stream[-1][1]["waits_for"] == "a reviewer" and "approval_token" not in stream[-1][1]
+    assert h.queue("carol") == [] and [asked["session"] for asked in h.queue("bob")] == [sid]
+    # even a token the server signed for her own request is refused
+    bobs = claims_of(h.token(sid))
+    forged = sign({**bobs, "sub": "carol"}, SECRET)
+    status, _, answer = h.verdict(sid, forged, user="carol", args={"order_id": "A1234", "amount": 9999})
+    assert status == 403 and answer["error"] == "you asked for this yourself, so someone else approves it"
+    # alice may only ask: she is refused the approval whatever token she holds
+    sid, token = h.paused("alice")
+    status, _, answer = h.verdict(sid, sign({**claims_of(token), "sub": "alice"}, SECRET), user="alice")
+    assert status == 403 and answer["error"] == ('alice may not approve what the agent asks to do: the users file '
+                                                 'does not give alice the role "approves"')
+    assert h.refunds() == []
+    # one flag away: the host started with approve_own lets carol approve her own, and still not alice
+    one = host(approve_own=True)
+    sid = one.new("carol")
+    status, _, stream = one.ask(sid, user="carol")
+    assert claims_of(stream[-1][1]["approval_token"])["sub"] == "carol"
+    assert [asked["session"] for asked in one.queue("carol")] == [sid]
+    assert one.verdict(sid, stream[-1][1]["approval_token"], user="carol")[2][-1] == ("done", {"answer": ANSWER})
+    sid = one.new("alice")
+    assert "approval_token" not in one.ask(sid)[2][-1][1]  # alice asks only
+
+
+def test_each_role_does_only_what_it_may_and_me_says_which(host):
+    h = host()
+    assert h.call("bob", "GET", "/me")[2] == {"user": "bob", "roles": ["approves"], "approves_own": False}
+    assert h.call("carol", "GET", "/me")[2]["roles"] == ["approves", "asks"]
+    status, _, answer = h.call("bob", "POST", "/sessions", {})  # bob approves, and does not ask
+    assert status == 403 and 'the role "asks"' in answer["error"]
+    status, _, answer = h.call("alice", "GET", "/approvals")  # alice asks, and has no queue
+    assert status == 403 and 'the role "approves"' in answer["error"]
+    sid, token = h.paused()
+    # bob may read what waits for him, and rule on it; not write in alice's session or drive it
+    assert h.call("bob", "GET", f"/sessions/{sid}")[2]["pending"]["tool"] == "issue_refund"
+    assert h.call("bob", "GET", f"/sessions/{sid}/picture")[0] == 200
+    status, _, answer = h.call("bob", "POST", f"/sessions/{sid}/messages", {"text": "pay me instead"})
+    assert status == 403 and answer["error"] == "only the person who asked in this session may write in it"
+    assert h.call("bob", "POST", f"/sessions/{sid}/resume", {})[0] == 403
+    # carol approves too, so she sees it while it waits; a token made out to bob is not hers to use
+    assert h.call("carol", "GET", f"/sessions/{sid}")[0] == 200
+    status, _, answer = h.verdict(sid, token, user="carol")
+    assert status == 403 and answer["error"] == "the approval token is not for this user"
+    assert h.verdict(sid, token)[0] == 200  # bob decides
+    # now bob, who ruled, still sees it; carol, who did not, sees nothing, as if it never was
+    assert h.call("bob", "GET", f"/sessions/{sid}")[0] == 200
+    assert h.call("carol", "GET", f"/sessions/{sid}")[2] == {"error": "no such session"}
+    assert h.call("alice", "GET", f"/sessions/{sid}")[2]["stopped"] == "done"
+
+
+def test_the_queue_holds_every_decision_waiting_across_sessions_with_its_arguments_in_full(host):
+    @as_tool(needs_approval=True)
+    def wire(to: str, amount: float, memo: str, account: str, bank: str, when: str) -> str:
+        """Wire money."""
+        return f"wired {amount} to {to}"
+
+    args = {"to": "ACME", "amount": 12.5, "memo": "x" * 500, "account": "DE89 3704", "bank": "B", "when": "now"}
+    policy = scripted(Action("wire", args, "pay the supplier"), Action("final_answer", {"answer": "paid"}))
+    h = host(lambda db: Agent(policy, [wire, final_answer]))
+    sids = [h.new(user) for user in ("alice", "dan", "carol")]
+    for sid, user in zip(sids, ("alice", "dan", "carol"), strict=True):
+        h.ask(sid, "pay ACME", user=user)
+    waiting = h.queue("bob")
+    assert [(w["session"], w["asker"]) for w in waiting] == list(zip(sids, ["alice", "dan", "carol"], strict=True))
+    assert all(w["args"] == args and w["question"] == "pay ACME" for w in waiting)  # in full: 500 x's
+    assert [w["asker"] for w in h.queue("carol")] == ["alice", "dan"]  # not her own
+    assert h.verdict(sids[1], waiting[1]["approval_token"])[0] == 200
+    assert [w["session"] for w in h.queue("bob")] == [sids[0], sids[2]]
+
+
+def test_the_users_file_gives_each_user_a_token_and_roles(tmp_path):
+    made = users_from(str(tmp_path / "users.json"))  # a first start: alice asks, bob approves
+    assert {name: user["roles"] for name, user in made.items()} == {"alice": ["asks"], "bob": ["approves"]}
+    assert read_users({"ann": "a bare token, both roles"}) == {"ann": ("a bare token, both roles",
+                                                                     frozenset({"asks", "approves"}))}
+    token = "t" * 16
+    for users, says in [([], "a JSON object"), ({}, "a JSON object"),
+                        ({"ann": "short"}, "16 characters"), ({"ann": {"roles": ["asks"]}}, "16 characters"),
+                        ({"ann": {"token": token, "roles": []}}, "roles are a list"),
+                        ({"ann": {"token": token, "roles": ["admin"]}}, "roles are a list"),
+                        ({"ann": {"token": token, "roles": "asks"}}, "roles are a list"),
+                        ({"ann\nbob approved": token}, "a user's name"), ({"": token}, "a user's name"),
+                        ({"ann": token, "bea": token}, "share a bearer token")]:
+        with pytest.raises(ValueError, match=says):
+            read_users(users)
+    (tmp_path / "bad.json").write_text('{"ann": {"token": "%s", "roles": ["root"]}}' % token)
+    with pytest.raises(SystemExit, match="bad.json: ann: roles are a list"):
+        users_from(str(tmp_path / "bad.json"))
+
+
+# ----------------------------------------------------------------------------
+# the defects an attack over HTTP found, each fixed
+
+def trickle_until_cut(port: int, start: bytes) -> None:
+    """Send the start of a request, then one more header byte at a time, until the server hangs up."""
+    conn = socket.create_connection(("127.0.0.1", port))
+    conn.settimeout(0.2)
+    conn.sendall(start + b"X-Padding: ")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            conn.sendall(b"x")
+            if conn.recv(1) == b"":  # the server shut the connection: its deadline for the whole request
+                break
+        except TimeoutError:
+            continue
+        except OSError:
+            break
+    conn.close()
+    time.sleep(0.3)  # what the server does with it, it has done by now
+
+
+def test_a_request_cut_off_mid_headers_by_the_deadline_is_never_carried_out(host):
+    h = host(timeout=1.0)
+    auth = f"Authorization: Bearer {h.users['alice']}\r\n".encode()
+    trickle_until_cut(h.port, b"POST /sessions HTTP/1.1\r\nHost: x\r\n" + auth)
+    assert [row for row in h.trail() if row[2] == "created"] == []  # no session was made from half a request
+    sid, token = h.paused()
+    trickle_until_cut(h.port, f"POST /sessions/{sid}/resume HTTP/1.1\r\nHost: x\r\n".encode() + auth)
+    # the half resume took no lease and no token: the reviewer's approval goes through at once
+    assert h.verdict(sid, token)[2][-1] == ("done", {"answer": ANSWER})
+
+
+def reset_right_after(h, monkeypatch, user: str, path: str, body: dict) -> None:
+    """Send a whole request, and close with a reset (SO_LINGER 0) once the server has read it and
+    is saving the session it takes, before any answer has gone out."""
+    saving, go_on, saved = threading.Event(), threading.Event(), threading.Event()
+    save = Store.save
+
+    def slow(self, *args, **more):  # the first save that takes a lease waits for the reset
+        if not (more.get("lease_until") and not saving.is_set()):
+            return save(self, *args, **more)
+        saving.set()
+        go_on.wait(30)
+        try:
+            return save(self, *args, **more)
+        finally:
+            saved.set()
+    monkeypatch.setattr(Store, "save", slow)
+    conn = socket.create_connection(("127.0.0.1", h.port))
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    data = json.dumps(body).encode()
+    conn.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {h.users[user]}\r\n"
+                 f"Content-Length: {len(data)}\r\n\r\n".encode() + data)
+    assert saving.wait(30)
+    conn.close()
+    time.sleep(0.1)  # the reset has arrived
+    go_on.set()
+    assert saved.wait(30)  # the session is taken: from here on, running says whether it was let go
+    monkeypatch.undo()
+
+
+def free_soon(h, sid: str) -> float:
+    """Seconds until the session stops reading running (at most 10: well within the 30 s lease)."""
+    started = time.monotonic()
+    while h.call("alice", "GET", f"/sessions/{sid}")[2]["running"] and time.monotonic() - started < 10:
+        time.sleep(0.05)
+    return time.monotonic() - started
+
+
+def test_a_client_that_resets_right_after_its_request_leaves_the_session_free_and_a_verdict_carried_out(
+        host, monkeypatch):
+    h = host()
+    sid = h.new()
+    reset_right_after(h, monkeypatch, "alice", f"/sessions/{sid}/messages", {"text": QUESTION})
+    assert free_soon(h, sid) < 10
+    assert [m.kind for m in h.notebook(sid)] == ["question"]  # it was read, and nothing ran for nobody
+    status, _, stream = h.call("alice", "POST", f"/sessions/{sid}/resume", {})  # and it goes on
+    assert status == 200 and stream[-1][0] == "approval_required"
+    reset_right_after(h, monkeypatch, "bob", f"/sessions/{sid}/approvals",
+                      {"approval_token": h.token(sid), "approve": True})
+    assert free_soon(h, sid) < 10
+    # the verdict was saved, so it was carried out: the refund is paid, once, and the session goes on
+    assert h.refunds() == [(f"{sid}/5", "A1234", 79)] and h.notebook(sid)[7].name == "issue_refund"
+    assert h.call("alice", "POST", f"/sessions/{sid}/resume", {})[2][-1] == ("done", {"answer": ANSWER})
+
+
+def test_a_stream_whose_headers_fail_to_go_out_lets_the_session_go(host, monkeypatch):
+    h = host()
+    sid = h.new()
+    sent = Handler.send
+
+    def broken(self, status, headers, payload=b""):
+        if headers.get("Content-Type") == "text/event-stream":
+            raise RuntimeError("the headers could not be written")
+        sent(self, status, headers, payload)
+    monkeypatch.setattr(Handler, "send", broken)
+    with pytest.raises(http.client.RemoteDisconnected):  # the client hears nothing: the connection closes
+        h.ask(sid)
+    assert free_soon(h, sid) < 10
+    monkeypatch.undo()
+    assert h.call("alice", "POST", f"/sessions/{sid}/resume", {})[2][-1][0] == "approval_required"
+
+
+def test_the_audit_trail_prints_a_reason_with_line_breaks_on_its_own_line(host, capsys):
+    h = host()
+    sid, token = h.paused()
+    forged = "no.\n2026-12-01T09:10:24Z | bob | x | approved | issue_refund\u2028\u202e{\"amount\": 97}"
+    h.call("bob", "POST", f"/sessions/{sid}/approvals", {"approval_token": token, "approve": False, "reason": forged})
+    main(["--audit", "--db", h.db])
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == len(h.trail())  # a line per row, whatever the rows say
+    [denied] = [line for line in printed if " | denied | " in line]
+    assert denied.endswith(r"asked by alice: issue_refund: no.\n2026-12-01T09:10:24Z | bob | x | approved | "
+                           r"issue_refund\u2028\u202e{\"amount\": 97}".replace('\\"', '"'))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text() | st.none(), min_size=1, max_size=5))
+def test_an_audit_row_prints_as_one_line_whatever_its_values_hold(values):
+    printed = " | ".join(printable(v) for v in values)
+    assert printed.splitlines() in ([printed], [])  # one line: no break of any kind Python knows
+    # no control character, no mark that reorders text, no half a character: each shows as its escape
+    assert not [c for c in printed if unicodedata.category(c)[0] == "C" or unicodedata.category(c) in ("Zl", "Zp")]
+
+
+def test_every_answer_of_the_api_says_nosniff_and_no_store(host):
+    h = host()
+    sid, token = h.paused()
+    answers = [h.call("alice", "GET", "/me"), h.call("alice", "POST", "/sessions", {}), h.call("bob", "GET", "/approvals"),
+               h.call("alice", "GET", f"/sessions/{sid}"), h.call("alice", "GET", f"/sessions/{sid}/picture"),
+               h.call("alice", "GET", "/nowhere"), h.call("stranger-token-0000", "GET", "/me"),
+               h.call("alice", "POST", f"/sessions/{sid}/messages", b"{"), h.verdict(sid, token),
+               h.ask(h.new())]
+    for status, response, _ in answers:
+        assert (response.getheader("X-Content-Type-Options"), response.getheader("Cache-Control")) == \
+            ("nosniff", "no-store"), status
+    assert {status for status, _, _ in answers} == {200, 201, 400, 401, 404}
+
+
+def test_the_page_is_served_whatever_the_query_says(host):
+    h = host()
+    for path in ("/?from=mail", "/?", "/page.js?v=2"):
+        conn = socket.create_connection(("127.0.0.1", h.port))
+        conn.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        head = conn.makefile("rb").read().split(b"\r\n\r\n")[0].decode()
+        conn.close()
+        assert head.startswith("HTTP/1.0 200") and "Content-Security-Policy" in head, path
+
+
+# ----------------------------------------------------------------------------
+# the defects the host's author found, each fixed
+
+def office_without_a_refund(db):
+    return Agent(support_policy, [look_up_order, check_policy, final_answer], name="support")
+
+
+def test_a_verdict_on_a_tool_the_office_no_longer_has_is_refused_clearly_and_the_session_stays_free(tmp_path):
+    first = Host(tmp_path)
+    ruled, _ = first.paused()
+    s = first.server.store.load(ruled)  # a verdict saved, not carried out: as a crash leaves it
+    first.server.store.save(ruled, approval.verdict(s.context, first.server.agent.tools["issue_refund"], True,
+                                                     by="bob"), s.version)
+    waits, token = first.paused()
+    first.close()
+    second = Host(tmp_path, office_without_a_refund)  # a new release of the office, without the refund
+    try:
+        says = "issue_refund is no longer in this office, so a verdict on it can't be carried out"
+        assert second.call("alice", "POST", f"/sessions/{ruled}/resume", {})[::2] == (409, {"error": says})
+        assert second.verdict(waits, token)[::2] == (409, {"error": says})
+        assert second.queue("bob") == []  # nobody is asked to rule on what can't run
+        for sid in (ruled, waits):
+            assert second.call("alice", "GET", f"/sessions/{sid}")[2]["running"] is False
+    finally:
+        second.close()
+
+
+def test_a_brain_thinking_for_longer_than_a_lease_keeps_its_session(host):
+    go_on, calls = threading.Event(), []
+
+    def brain(ctx, tools):  # the first time, it thinks out loud for longer than the lease
+        calls.append(len(ctx))
+        deadline = time.monotonic() + 60
+        while len(calls) == 1 and not go_on.is_set() and time.monotonic() < deadline:
+            thinking(".")
+            time.sleep(0.05)
+        return Action("final_answer", {"answer": f"thought {len(calls)} times"}, "done thinking")
+    h = host(lambda db: Agent(brain, [final_answer]), lease=0.5)
+    sid = h.new()
+    first = []
+    runner = threading.Thread(target=lambda: first.append(h.ask(sid, "think it over")))
+    runner.start()
+    time.sleep(1.2)  # more than twice the lease, and the brain still thinks
+    status, _, answer = h.call("alice", "POST", f"/sessions/{sid}/resume", {})
+    assert (status, answer) == (409, {"error": "a run is streaming on this session: wait for it to end"})
+    go_on.set()
+    runner.join(60)
+    assert first[0][2][-1] == ("done", {"answer": "thought 1 times"}) and calls == [1]
+    assert [m.kind for m in h.notebook(sid)] == ["question", "decision", "result"]
+
+
+# ----------------------------------------------------------------------------
+# the refund office's amounts: over $0, in dollars and cents, written as people read them
+
+def test_the_hosted_refund_books_no_amount_that_is_no_refund_and_the_session_goes_on(host):
+    h = host()
+    sid, token = h.paused()
+    for amount, says in [(-500, "a refund is more than $0, not -500"), (0.001, "in dollars and cents, not 0.001"),
+                         (10 ** 400, "not a number of hundreds of digits")]:
+        status, _, stream = h.verdict(sid, token, args={"order_id": "A1234", "amount": amount})
+        assert status == 200 and stream[0][1]["error"] and says in stream[0][1]["content"]
+        assert stream[-1][1]["answer"].startswith("Sorry, I can't refund A1234")
+        status, _, stream = h.ask(sid, "Can I get a refund for order A1234 after all?")  # nothing is stuck
+        assert stream[-1][0] == "approval_required"
+        token = h.token(sid)
+    assert h.refunds() == []
+
+
+def test_amounts_are_written_and_told_as_people_read_them(host):
+    h = host()
+    for n, (amount, told) in enumerate([(1234567, "$1,234,567"), (1e20, "$100,000,000,000,000,000,000"),
+                                        (70.5, "$70.50")], start=1):
+        sid, token = h.paused()
+        stream = h.verdict(sid, token, args={"order_id": "A1234", "amount": amount})[2]
+        assert stream[0][1]["content"] == f"{told} refunded to the original card (receipt R{n})"
+        assert stream[-1][1] == {"answer": f"Good news, A1234 qualifies. I refunded {told} to your card, "
+                                           "here in 3 to 5 days."}

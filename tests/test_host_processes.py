@@ -48,7 +48,8 @@ class Servers:
                "MICROAGENT_HOST_SECRET": "a test secret, the same for every process"}
         log = open(self.dir / f"server{len(self.procs)}.log", "w")
         proc = subprocess.Popen([sys.executable, "-m", "microagent.host", "--db", self.db, "--users", "users.json",
-                                 "--port", "0", "--office", "host_offices:gated_office", "--lease", str(lease), *more],
+                                 "--port", "0", "--office", "host_offices:gated_office", "--lease", str(lease),
+                                 "--approve-own", *more],  # alice asks and approves: the races are the point
                                 cwd=self.dir, env=env, stdout=subprocess.PIPE, stderr=log, text=True)
         log.close()
         self.procs.append(proc)
@@ -104,7 +105,7 @@ def resume_when_free(port, sid):
         status, _, got = call(port, "POST", f"/sessions/{sid}/resume", {})
         if status != 409 or time.monotonic() > deadline:
             return status, got
-        time.sleep(0.2)
+        time.sleep(0.5)  # each try takes a run from alice's budget (20 at once), kept in the database
 
 
 def notebook(port, sid) -> Context:
@@ -221,26 +222,31 @@ def test_python_dash_m_microagent_host_and_the_example_client_run_a_whole_refund
             "alice asks: Can I get a refund for order A1234? It arrived broken.",
             "  look_up_order -> A1234, Wireless Headphones, $79, delivered, reported defective",
             "  check_policy -> eligible, within the 30 day window and reported defective",
-            '  waiting for approval: issue_refund {"order_id": "A1234", "amount": 79}',
-            "alice approves:",
+            '  waiting for a reviewer: issue_refund {"order_id": "A1234", "amount": 79}',
+            'bob\'s queue: issue_refund {"order_id": "A1234", "amount": 79}, asked by alice',
+            "bob approves:",
             "  issue_refund -> $70 refunded to the original card (receipt R1)",
             "  final_answer -> Good news, A1234 qualifies. I refunded $70 to your card, here in 3 to 5 days.",
             '  done: {"answer": "Good news, A1234 qualifies. I refunded $70 to your card, here in 3 to 5 days."}',
         ]
         out = subprocess.run(client + ["--deny", "send it back first"], capture_output=True, text=True, timeout=120)
-        assert "  issue_refund -> denied by alice: send it back first" in out.stdout.splitlines()
+        assert "  issue_refund -> denied by bob: send it back first" in out.stdout.splitlines()
+        # alice may not approve her own refund: her queue is refused, and the client says so
+        out = subprocess.run(client + ["--approver", "alice"], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 1 and 'alice has no queue: alice may not approve' in out.stderr
     finally:
         proc.kill()
         proc.wait(60)
         proc.stdout.close()
     trail = subprocess.run([sys.executable, "-m", "microagent.host", "--audit"], cwd=tmp_path,
                            capture_output=True, text=True, timeout=60).stdout.splitlines()
-    assert [" | ".join(row.split(" | ")[3:]) for row in trail[3:6]] == [
-        'approval requested | issue_refund {"order_id": "A1234", "amount": 79}',
-        'approved | issue_refund {"order_id": "A1234", "amount": 70.0}',
-        "tool call | issue_refund (call 5)",
+    assert [" | ".join(row.split(" | ")[1:2] + row.split(" | ")[3:]) for row in trail[3:6]] == [
+        'alice | approval requested | issue_refund {"order_id": "A1234", "amount": 79}',
+        'bob | approved | asked by alice: issue_refund {"order_id": "A1234", "amount": 70.0}',
+        "bob | tool call | issue_refund (call 5)",
     ]
-    assert trail[0].split(" | ")[1] == "alice" and "denied | issue_refund: send it back first" in trail[-3]
+    assert trail[0].split(" | ")[1] == "alice" and "denied | asked by alice: issue_refund: send it back first" in \
+        "\n".join(trail)
 
 
 def test_with_model_the_hosted_office_thinks_with_an_llm_and_its_text_streams_as_thinking(tmp_path):
@@ -251,7 +257,8 @@ def test_with_model_the_hosted_office_thinks_with_an_llm_and_its_text_streams_as
     key = "sk-test-key-of-the-stand-in"
     log = open(tmp_path / "server.log", "w")
     proc = subprocess.Popen([sys.executable, "-m", "microagent.host", "--port", "0", "--users", "users.json",
-                             "--model", "stand-in", "--base-url", model.url, "--api-key-env", "STAND_IN_KEY"],
+                             "--model", "stand-in", "--base-url", model.url, "--api-key-env", "STAND_IN_KEY",
+                             "--approve-own"],
                             cwd=tmp_path, env={**os.environ, "STAND_IN_KEY": key}, stdout=subprocess.PIPE,
                             stderr=log, text=True)
     log.close()
@@ -312,10 +319,11 @@ def test_a_process_killed_mid_run_leaves_the_other_serving_and_the_session_goes_
 
 
 def test_the_rate_limit_holds_across_processes(servers):
-    (_, a), (_, b) = servers.start(30.0, "--rate", "0.01", "2"), servers.start(30.0, "--rate", "0.01", "2")
-    first, second = (call(a, "POST", "/sessions")[2]["id"] for _ in range(2))
-    assert call(a, "POST", f"/sessions/{first}/messages", QUESTION)[0] == 200  # alice's two runs:
-    assert call(b, "POST", f"/sessions/{second}/messages", QUESTION)[0] == 200  # one on each process
+    (_, a), (_, b) = servers.start(30.0, "--rate", "0.01", "4"), servers.start(30.0, "--rate", "0.01", "4")
+    first = call(a, "POST", "/sessions")[2]["id"]  # alice's budget of four: a session on each
+    second = call(b, "POST", "/sessions")[2]["id"]  # process, then a run on each
+    assert call(a, "POST", f"/sessions/{first}/messages", QUESTION)[0] == 200
+    assert call(b, "POST", f"/sessions/{second}/messages", QUESTION)[0] == 200
     for port, sid in [(a, first), (b, second), (b, first)]:  # then each process says wait
         status, response, answer = call(port, "POST", f"/sessions/{sid}/resume", {})
         assert status == 429 and answer["error"] == "too many runs: wait and try again"

@@ -248,12 +248,13 @@ def test_spans_from_many_threads_make_whole_lines(tmp_path):
 
 # --- one request, one trace: through the host, the LLM brain and back ---------------------
 
-def post(port: int, path: str, token: str, body: dict | None, traceparents=()):
-    """One POST with each traceparent given as a header of its own: (status, the answer)."""
+def post(port: int, path: str, token: str, body: dict | None, traceparents=(), method="POST"):
+    """One request (a POST unless told) with each traceparent given as a header of its own:
+    (status, the answer)."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     data = json.dumps(body).encode() if body is not None else b""
     try:
-        conn.putrequest("POST", path)
+        conn.putrequest(method, path)
         for name, value in [("Authorization", f"Bearer {token}"), ("Content-Length", str(len(data))),
                             *[("traceparent", t) for t in traceparents]]:
             conn.putheader(name, value)
@@ -282,8 +283,9 @@ def hosted(tmp_path):
         return traced(refund_office(db, policy=brain), Exporter(str(path)))
 
     def start():
-        servers.append(Server(office, str(tmp_path / "host.db"), {"alice": "alice-token-0123456789"}, b"s" * 32,
-                              quiet=True))
+        users = {"alice": {"token": "alice-token-0123456789", "roles": ["asks"]},
+                 "bob": {"token": "bob-token-0123456789", "roles": ["approves"]}}
+        servers.append(Server(office, str(tmp_path / "host.db"), users, b"s" * 32, quiet=True))
         threading.Thread(target=servers[-1].serve_forever, args=(0.05,), daemon=True).start()
         return servers[-1].server_address[1]
     yield start, model, path
@@ -295,13 +297,14 @@ def hosted(tmp_path):
 
 def test_a_hosted_refund_with_a_model_call_and_an_approval_is_one_trace_across_its_two_requests(hosted):
     start, model, path = hosted
-    port, token = start(), "alice-token-0123456789"
-    sid = post(port, "/sessions", token, None)[1]["id"]
-    status, stream = post(port, f"/sessions/{sid}/messages", token, {"text": QUESTION},
+    port, alice, bob = start(), "alice-token-0123456789", "bob-token-0123456789"
+    sid = post(port, "/sessions", alice, None)[1]["id"]
+    status, stream = post(port, f"/sessions/{sid}/messages", alice, {"text": QUESTION},
                           [f"00-{TRACE}-aaaaaaaaaaaaaaa1-01"])
     assert status == 200 and stream[-1][0] == "approval_required"
-    status, stream = post(port, f"/sessions/{sid}/approvals", token,
-                          {"approval_token": stream[-1][1]["approval_token"], "approve": True},
+    [waiting] = post(port, "/approvals", bob, None, method="GET")[1]["waiting"]  # alice asks, bob approves
+    status, stream = post(port, f"/sessions/{sid}/approvals", bob,
+                          {"approval_token": waiting["approval_token"], "approve": True},
                           [f"00-{TRACE}-aaaaaaaaaaaaaaa2-01"])
     assert status == 200 and stream[-1] == ("done", {"answer": "Good news: I refunded $79."})
     spans = read_back(path.read_text().splitlines())

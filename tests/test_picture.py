@@ -2,6 +2,7 @@
 
 import json
 import pathlib
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -155,6 +156,16 @@ def test_characters_xml_cannot_hold_become_a_replacement_mark_and_the_file_still
     assert ET.parse(tmp_path / "run.svg").getroot().tag == SVG + "svg"
 
 
+def test_a_mark_that_would_reorder_a_label_shows_as_its_escape():
+    # U+202E (right-to-left override) after the order id would show the amount 97 as 79
+    paused = support_agent().run(QUESTION)
+    asked = paused.last()
+    ctx = Context(paused.messages[:-1] + (Message(ASSISTANT, asked.content, asked.name, asked.tool,
+                                                  '{"order_id": "A1234\u202e", "amount": 97}'),))
+    svg = draw(ctx).svg
+    assert "\u202e" not in svg and '"A1234\\u202e", "amount": 97}' in svg
+
+
 notes = st.text(max_size=40)  # any text at all, control characters and lone surrogates included
 
 
@@ -180,6 +191,7 @@ def test_any_notes_make_a_well_formed_picture_with_every_text_in_its_tooltip(mad
         # XML reads a carriage return as a newline, so a tooltip shows it as one
         shown = "".join(c if c in "\t\n\r" or " " <= c <= "\ud7ff" or "\ue000" <= c <= "\ufffd" or c > "\uffff"
                         else "\ufffd" for c in m.content).replace("\r\n", "\n").replace("\r", "\n")
+        shown = re.sub("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]", lambda c: ascii(c.group())[1:-1], shown)
         assert shown in seen
 
 

@@ -292,7 +292,7 @@ def test_a_database_file_made_by_the_older_host_is_refused_with_a_message_that_s
 def test_the_sqlite_host_needs_no_psycopg_and_a_url_without_it_says_what_to_install(tmp_path):
     blocked = "import sys; sys.modules['psycopg'] = sys.modules['psycopg_pool'] = None  # not installed\n"
     sqlite = blocked + "from microagent.host.server import Server, refund_office\n" \
-                       "Server(refund_office, 'host.db', {}, b's' * 32).server_close(); print('served')"
+                       "Server(refund_office, 'host.db', {'alice': 'a token of 16 or more'}, b's' * 32).server_close(); print('served')"
     done = subprocess.run([sys.executable, "-c", sqlite], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert done.stdout == "served\n", done.stderr
     url = blocked + "from microagent.host.server import main; main(sys.argv[1:])"

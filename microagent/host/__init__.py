@@ -6,7 +6,7 @@ server.py serves an office over HTTP and streams each Step as a server-sent
 event; store.py keeps each session's notes in sqlite, a row a note, with an
 audit trail (postgres.py: the same on PostgreSQL, for several processes);
 tokens.py signs the approval tokens; page.html, page.js and page.css are the
-page for the person who approves. It is built on the book's public names only.
+page for the people who ask and who approve. It is built on the book's public names only.
 """
 
 from microagent.host.server import (CALL, MAX_BODY, MAX_DEPTH, MAX_TEXT, ClientGone, Handler,

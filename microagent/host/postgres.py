@@ -41,7 +41,7 @@ except ImportError:  # the host says what to install, not a traceback
 SCHEMA = """
 SELECT pg_advisory_xact_lock(21021);  -- one process at a time makes the tables
 CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, owner TEXT NOT NULL,
-    version BIGINT NOT NULL, length BIGINT NOT NULL,
+    created DOUBLE PRECISION NOT NULL, version BIGINT NOT NULL, length BIGINT NOT NULL,
     lease_until DOUBLE PRECISION NOT NULL DEFAULT 0, jti TEXT);
 CREATE TABLE IF NOT EXISTS notes (session TEXT NOT NULL, n BIGINT NOT NULL, note TEXT NOT NULL,
     PRIMARY KEY (session, n));

@@ -1,12 +1,15 @@
 """The server: the loop behind HTTP, one session per notebook, approvals as signed tokens.
 
-    python -m microagent.host            # the refund office on http://127.0.0.1:8000
-    python -m microagent.host --audit    # print the audit trail and exit
+    python -m microagent.host                # the refund office on http://127.0.0.1:8000
+    python -m microagent.host --approve-own  # one person may ask and approve (a tutorial's flow)
+    python -m microagent.host --audit        # print the audit trail and exit
 
-Read it in four parts, in this order: the loop's stream (`Stream`: each Step's
-notebook committed, then its event sent), the routes (a function each), the HTTP
-plumbing (`Handler`), and the request hygiene (strict JSON, a deadline for the
-whole request, a rate limit). README.md beside this file has the protocol.
+Read it in five parts, in this order: the loop's stream (`Stream`: each Step's
+notebook committed, then its event sent), the routes (a function each), who may
+do what (a user asks, approves, or both; nobody approves their own request
+unless the host is started to allow it), the HTTP plumbing (`Handler`), and the
+request hygiene (strict JSON, a deadline for the whole request, a rate limit).
+README.md beside this file has the protocol.
 
 What it leaves out: real identity providers (users are bearer tokens in a JSON
 file), TLS (serve it behind a proxy that does it), and HTTP keep-alive.
@@ -28,11 +31,12 @@ import socket
 import sys
 import threading
 import time
+import unicodedata
 
 from microagent import approval
 from microagent.agent import DONE, OUT_OF_STEPS, PAUSED, Agent
 from microagent.context import Context
-from microagent.demo import support_agent, support_policy
+from microagent.demo import dollars, refund_problem, support_agent, support_policy
 from microagent.host.store import SERVERS, Session, Store, connect, shown
 from microagent.host.tokens import args_hash, sign, verify
 from microagent.llm import chat_policy
@@ -42,19 +46,23 @@ from microagent.retry import hiding
 from microagent.saving import to_json
 from microagent.schema import as_tool
 from microagent.spans import tracing
-from microagent.tool import Tool, read_json
+from microagent.tool import Tool, error_note, read_json
 from microagent.transport import hardened
 
 CALL = contextvars.ContextVar("CALL")  # "<session>/<index of the decision>" while a tool runs
 SERVING = contextvars.ContextVar("SERVING")  # the Stream of the request this thread serves
 MAX_BODY, MAX_TEXT, MAX_DEPTH = 64 * 1024, 4000, 8  # bytes a body; characters a message; nesting
+ASKS, APPROVES = "asks", "approves"  # the two roles a user may have, in the users file
+# on every answer of the API: never read as another type, never kept by a cache or a proxy
+API_HEADERS = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
 
 
 # ----------------------------------------------------------------------------
 # the loop's stream: commit each Step's notebook, then send its event
 
 class ClientGone(Exception):
-    """Raised inside a brain that is thinking out loud when the client has gone: it stops."""
+    """Raised inside a brain that is thinking out loud when nobody listens any more: the
+    client has gone, or another run took the session. The brain stops mid-reply."""
 
 
 def thinking(piece: str) -> None:
@@ -63,6 +71,8 @@ def thinking(piece: str) -> None:
     The host's LLM brain is made with `on_text=thinking`; a Python brain may call it too.
     Outside a request it does nothing. When the client has gone it raises ClientGone,
     which stops the brain mid-reply; "" (a chunk with no words) only looks for that.
+    Each call also renews the session's lease, so a reply that streams for longer than
+    a lease keeps the session.
     """
     stream = SERVING.get(None)
     if stream is None:
@@ -70,32 +80,46 @@ def thinking(piece: str) -> None:
     if stream.h.gone() or (piece and not stream.event("thinking", {"text": piece})):
         stream.cancel.set()
         raise ClientGone("the client went away while the brain was thinking")
+    stream.renew()
 
 
 class Stream:
     """One run on one session, sent as server-sent events. Each Step's notebook is
     committed before its event is sent, so whatever a client saw is in the notebook."""
 
-    def __init__(self, h: "Handler", user: str, sid: str, version: int):
-        self.h, self.server, self.user, self.sid, self.version = h, h.server, user, sid, version
+    def __init__(self, h: "Handler", user: str, sid: str, s: Session):
+        self.h, self.server, self.user, self.sid = h, h.server, user, sid
+        self.owner, self.version, self.ctx = s.owner, s.version, s.context  # as last committed
+        self.held = False  # this run holds the session's lease
+        self.renewed = 0.0  # when it was last taken or renewed (time.monotonic())
         self.cancel = threading.Event()  # the client has gone: nothing new starts
 
     def run(self, ctx: Context, audit: tuple[str, str] | None = None) -> None:
         """Take the session, carry out a verdict it ends with, then drive the loop to a stop."""
+        last = ctx.last()
+        if last.kind == "verdict" and last.tool not in self.server.agent.tools:
+            raise Refused(409, no_longer(last.tool))
         if not self.commit(ctx, lease=True):  # a verdict or a run got in since our load
             raise Refused(409, "another request changed this session first: load it again")
-        if audit:
-            self.server.store.audit(self.user, self.sid, *audit)
-        self.h.send(200, {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
-        self.h.streaming = True
-        if ctx.last().kind == "verdict":
-            ctx = self.settle(ctx)
-        if ctx is not None:
-            self.drive(ctx)
+        try:
+            if audit:
+                self.server.store.audit(self.user, self.sid, *audit)
+            self.h.streaming = True  # from here on, a failure can only end the stream
+            try:
+                self.h.send(200, {"Content-Type": "text/event-stream", **API_HEADERS})
+            except OSError:  # gone already (a reset): a verdict saved is still carried out
+                self.cancel.set()
+            if ctx.last().kind == "verdict":
+                ctx = self.settle(ctx)
+            if ctx is not None:
+                self.drive(ctx)
+        finally:
+            if self.held:  # a failure on the way (a bug): let the session go, every step kept
+                self.commit(self.ctx)
 
     def settle(self, ctx: Context) -> Context | None:
         """Carry out the verdict the notebook ends with, under its decision's identity."""
-        tool = self.server.agent.tools[ctx.last().tool]
+        tool = self.server.agent.tools[ctx.last().tool]  # run() made sure the office has it
         with self.serving(len(ctx) - 2):
             ctx = approval.settle(ctx, tool)
         if not self.commit(ctx, lease=True):
@@ -114,6 +138,8 @@ class Stream:
                 with self.serving(len(ctx)):  # the index the next decision will have
                     step = next(steps)
             except ClientGone:
+                if self.version is None:  # the lease ran out while the brain thought: taken
+                    return self.lost()
                 self.commit(ctx)  # lets go of the session; every step so far is kept
                 self.server.store.audit(self.user, self.sid, "cancelled", "the client went away")
                 return
@@ -148,9 +174,22 @@ class Stream:
 
     def commit(self, ctx: Context, lease: bool = False, jti: str | None = None) -> bool:
         """Save the notebook, holding the session (lease) or letting it go; False if we lost it."""
+        if self.version is None:  # lost already: nothing of ours may be written any more
+            return False
         until = time.time() + self.server.lease if lease else 0.0
         self.version = self.server.store.save(self.sid, ctx, self.version, lease_until=until, jti=jti)
+        self.held = lease and self.version is not None
+        if self.version is not None:
+            self.ctx, self.renewed = ctx, time.monotonic()
         return self.version is not None
+
+    def renew(self) -> None:
+        """Hold on to the session while the brain thinks: a third of a lease after it was taken,
+        take it again. ClientGone if another run has taken it meanwhile."""
+        if self.held and time.monotonic() - self.renewed > self.server.lease / 3:
+            if not self.commit(self.ctx, lease=True):
+                self.cancel.set()
+                raise ClientGone("another run took the session while the brain was thinking")
 
     def lost(self) -> None:
         self.event("error", {"error": "the session was taken over by another run; stopped"})
@@ -178,15 +217,14 @@ class Stream:
         return None, {}  # a decision that waits for a human: the next Step says so
 
     def ask(self, ctx: Context, jti: str) -> dict:
-        """A signed approval token for the waiting decision, bound to it and to this user."""
-        decision, now = ctx.last(), int(time.time())
-        claims = {"sub": self.user, "sid": self.sid, "call": len(ctx) - 1,
-                  "args": args_hash(decision.args), "jti": jti, "iat": now,
-                  "exp": now + self.server.token_ttl}
-        self.server.store.audit(self.user, self.sid, "approval requested",
+        """What waits for a verdict; with a token if the one being served may give it."""
+        decision = ctx.last()
+        self.server.store.audit(self.owner, self.sid, "approval requested",
                                 f"{decision.tool} {decision.args}")
-        return {"tool": decision.tool, "args": json.loads(decision.args), "call": len(ctx) - 1,
-                "approval_token": sign(claims, self.server.secret)}
+        asked = {"tool": decision.tool, "args": json.loads(decision.args), "call": len(ctx) - 1}
+        if self.server.may_approve(self.user, self.owner):
+            return {**asked, "approval_token": token_for(self.server, self.user, self.sid, ctx, jti)}
+        return {**asked, "waits_for": "a reviewer"}  # who finds it in their queue
 
     def event(self, name: str, data: dict) -> bool:
         """Send one server-sent event; False if the client has gone."""
@@ -205,21 +243,67 @@ def result_of(ctx: Context) -> dict:
             "content": result.content, "error": result.error, "at": len(ctx) - 1}
 
 
+def token_for(server: "Server", user: str, sid: str, ctx: Context, jti: str) -> str:
+    """A signed approval token for the decision `ctx` ends with, bound to the approver `user`,
+    the session, the call (the decision's index), its arguments and the session's `jti`."""
+    now = int(time.time())
+    return sign({"sub": user, "sid": sid, "call": len(ctx) - 1, "args": args_hash(ctx.last().args),
+                 "jti": jti, "iat": now, "exp": now + server.token_ttl}, server.secret)
+
+
+def no_longer(tool: str) -> str:
+    return f"{tool} is no longer in this office, so a verdict on it can't be carried out"
+
+
 # ----------------------------------------------------------------------------
-# the routes: (handler, user, session id, body) each
+# the routes: (handler, user, session id, body) each; the first three have no session
+
+def me(h: "Handler", user: str, body: bytes) -> None:
+    """Who the bearer token says you are, and what you may do."""
+    h.reply(200, {"user": user, "roles": sorted(h.server.roles(user)),
+                  "approves_own": h.server.approve_own})
+
 
 def create(h: "Handler", user: str, body: bytes) -> None:
     parse(body, {})
+    h.server.needs(user, ASKS)
+    limited(h.server, user)
     sid = secrets.token_urlsafe(16)  # 128 random bits: unguessable
     h.server.store.create(sid, user, Context())
     h.server.store.audit(user, sid, "created")
     h.reply(201, {"id": sid})
 
 
+def queue(h: "Handler", user: str, body: bytes) -> None:
+    """The approver's queue: every decision that waits for a verdict this user may give, in full,
+    each with a token bound to this user."""
+    server = h.server
+    server.needs(user, APPROVES)
+    waiting = []
+    for sid in server.store.waiting():
+        try:
+            s = server.store.load(sid)
+        except ValueError as e:  # a notebook broken in the database: never shown, never run
+            server.log(f"{sid}: left out of the queue: {e}")
+            continue
+        decision = approval.waiting(s.context) if s and s.jti else None
+        if decision is None or not server.may_approve(user, s.owner) \
+                or decision.tool not in server.agent.tools:
+            continue
+        question = next(m.content for m in reversed(s.context) if m.kind == "question")
+        waiting.append({"session": sid, "asker": s.owner, "question": question,
+                        "tool": decision.tool, "args": json.loads(decision.args),
+                        "call": len(s.context) - 1,
+                        "approval_token": token_for(server, user, sid, s.context, s.jti)})
+    h.reply(200, {"waiting": waiting})
+
+
 def show(h: "Handler", user: str, sid: str, body: bytes) -> None:
     s = session(h.server, user, sid)
     pending = approval.waiting(s.context) if s.jti else None  # asked for, with a token
-    h.reply(200, {"id": sid, "notebook": json.loads(to_json(s.context)), "running": running(s),
+    h.reply(200, {"id": sid, "asker": s.owner, "notebook": json.loads(to_json(s.context)),
+                  "running": running(s),
+                  "stopped": h.server.agent.why_stop(s.context) if len(s.context) else None,
                   "pending": pending and {"tool": pending.tool, "args": json.loads(pending.args),
                                           "call": len(s.context) - 1}})
 
@@ -229,7 +313,7 @@ def picture(h: "Handler", user: str, sid: str, body: bytes) -> None:
     svg = draw(session(h.server, user, sid).context).svg.encode()
     h.send(200, {"Content-Type": "image/svg+xml; charset=utf-8", "Content-Length": len(svg),
                  "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'",
-                 "X-Content-Type-Options": "nosniff"}, svg)
+                 **API_HEADERS}, svg)
 
 
 def messages(h: "Handler", user: str, sid: str, body: bytes) -> None:
@@ -237,18 +321,29 @@ def messages(h: "Handler", user: str, sid: str, body: bytes) -> None:
     if not (text.strip() and len(text) <= MAX_TEXT):
         raise Refused(400, f'"text" must hold 1 to {MAX_TEXT} characters, not only spaces')
     s = driving(h.server, user, sid)
-    if len(s.context) and h.server.agent.why_stop(s.context) == PAUSED:
-        raise Refused(409, "this session waits for a verdict: POST /approvals "
-                           "(or /resume for a new token, or to carry out a verdict given)")
-    Stream(h, user, sid, s.version).run(s.context.add(Message(USER, text)))
+    if s.owner != user:
+        raise Refused(403, "only the person who asked in this session may write in it")
+    h.server.needs(user, ASKS)
+    last = s.context.last()
+    if last is not None and last.kind == "verdict":
+        raise Refused(409, f"the verdict on {last.tool} is saved but not carried out yet: "
+                           "resume the session to carry it out")
+    if last is not None and last.kind == "decision":
+        raise Refused(409, f"this session waits for a verdict on {last.tool}: a new message "
+                           "can go in once it is decided")
+    Stream(h, user, sid, s).run(s.context.add(Message(USER, text)))
 
 
 def resume(h: "Handler", user: str, sid: str, body: bytes) -> None:
     parse(body, {})
     s = driving(h.server, user, sid)
+    last = s.context.last()
+    theirs = last is not None and last.kind == "verdict" and last.name == user
+    if s.owner != user and not theirs:  # a reviewer may carry out the verdict they gave
+        raise Refused(403, "only the person who asked in this session may resume it")
     if not any(m.kind == "question" for m in s.context):
         raise Refused(409, "nothing to resume: send a message first")
-    Stream(h, user, sid, s.version).run(s.context)
+    Stream(h, user, sid, s).run(s.context)
 
 
 def approvals(h: "Handler", user: str, sid: str, body: bytes) -> None:
@@ -257,15 +352,21 @@ def approvals(h: "Handler", user: str, sid: str, body: bytes) -> None:
     if ("reason" if yes else "args") in data:  # a yes has no reason, a no no arguments
         raise Refused(400, 'a yes may carry "args" (edited arguments), a no a "reason"; '
                            "not the other way")
-    s = driving(h.server, user, sid)
+    server = h.server
+    s = driving(server, user, sid)
+    server.needs(user, APPROVES)
+    if not server.may_approve(user, s.owner):
+        raise Refused(403, "you asked for this yourself, so someone else approves it")
     try:
-        claims = verify(data["approval_token"], h.server.secret, time.time())
+        claims = verify(data["approval_token"], server.secret, time.time())
     except ValueError as e:
         raise Refused(403, str(e)) from None
     decision = approval.waiting(s.context) if s.jti else None
     if decision is None:
-        raise Refused(409, "nothing waits for approval on this session: the token was used, "
+        raise Refused(409, "nothing here waits for a verdict any more: it was decided, "
                            "or the run moved on")
+    if decision.tool not in server.agent.tools:
+        raise Refused(409, no_longer(decision.tool))
     bound = {"sub": user, "sid": sid, "call": len(s.context) - 1,
              "args": args_hash(decision.args), "jti": s.jti}
     wrong = [claim for claim, value in bound.items() if claims.get(claim) != value]
@@ -273,25 +374,29 @@ def approvals(h: "Handler", user: str, sid: str, body: bytes) -> None:
         raise Refused(403, f"the approval token is not for this {BOUND[wrong[0]]}")
     said = {"args": data.get("args")} if yes else {"reason": data.get("reason", "no reason given")}
     try:  # only the verdict is written here; the Stream carries it out once it is saved
-        ctx = approval.verdict(s.context, h.server.agent.tools[decision.tool], yes, by=user, **said)
+        ctx = approval.verdict(s.context, server.agent.tools[decision.tool], yes, by=user, **said)
     except ValueError as e:  # edited arguments that don't fit the tool
         raise Refused(400, str(e)) from None
-    v = ctx.last()
-    Stream(h, user, sid, s.version).run(ctx, audit=("approved", f"{v.tool} {v.args}") if yes
-                                        else ("denied", f"{v.tool}: {v.content}"))
+    v, asked = ctx.last(), f"asked by {s.owner}: "  # a name never holds ": " (see read_users)
+    Stream(h, user, sid, s).run(ctx, audit=("approved", f"{asked}{v.tool} {v.args}") if yes
+                                else ("denied", f"{asked}{v.tool}: {v.content}"))
 
 
+TOP = {("GET", "me"): me, ("POST", "sessions"): create, ("GET", "approvals"): queue}
 ROUTES = {("GET", ""): show, ("GET", "picture"): picture, ("POST", "messages"): messages,
           ("POST", "approvals"): approvals, ("POST", "resume"): resume}
-NO_ROUTE = ("no such route; the routes are POST /sessions, GET /sessions/{id}, "
-            "GET /sessions/{id}/picture, and POST /sessions/{id}/messages, /approvals or /resume")
+NO_ROUTE = ("no such route; the routes are GET /me, POST /sessions, GET /approvals (your queue), "
+            "GET /sessions/{id}, GET /sessions/{id}/picture, and POST /sessions/{id}/messages, "
+            "/approvals or /resume")
 BOUND = {"sub": "user", "sid": "session", "call": "tool call", "args": "tool call's arguments",
          "jti": "approval request (a newer token replaced it)"}
 
 
 def session(server: "Server", user: str, sid: str) -> Session:
+    """The session, for someone who may see it: the one who asks in it, or a reviewer it waits
+    for or who ruled on it. To anyone else it answers exactly as a missing one does."""
     s = server.store.load(sid)
-    if s is None or s.owner != user:  # another user's session looks exactly like a missing one
+    if s is None or not (s.owner == user or server.reviews(user, s)):
         raise Refused(404, "no such session")
     return s
 
@@ -300,15 +405,49 @@ def running(s: Session) -> bool:
     return s.lease_until > time.time()
 
 
-def driving(server: "Server", user: str, sid: str) -> Session:
-    """The session, for a request that drives its loop: rate-limited, never two runs at once."""
+def limited(server: "Server", user: str) -> None:
     wait = server.limit(user)
     if wait:
         raise Refused(429, "too many runs: wait and try again", {"Retry-After": math.ceil(wait)})
+
+
+def driving(server: "Server", user: str, sid: str) -> Session:
+    """The session, for a request that drives its loop: rate-limited, never two runs at once."""
+    limited(server, user)
     s = session(server, user, sid)
     if running(s):
         raise Refused(409, "a run is streaming on this session: wait for it to end")
     return s
+
+
+# ----------------------------------------------------------------------------
+# who may do what: the users, their roles, and who may approve whose request
+
+NAME = re.compile(r"[A-Za-z0-9_.@-]{1,64}")  # a user's name, as the audit trail and verdicts say it
+
+
+def read_users(users: dict) -> dict[str, tuple[str, frozenset]]:
+    """The users file's JSON as name -> (bearer token, roles); a ValueError says what is wrong.
+
+    Each name maps to {"token": "...", "roles": ["asks"]} (or ["approves"], or both), or
+    to a bare token, which may do both.
+    """
+    if not isinstance(users, dict) or not users:
+        raise ValueError("the users are a JSON object: name -> {\"token\": ..., \"roles\": [...]}")
+    read = {}
+    for name, user in users.items():
+        token, roles = (user, [ASKS, APPROVES]) if isinstance(user, str) else (
+            user.get("token"), user.get("roles")) if isinstance(user, dict) else (None, None)
+        if not NAME.fullmatch(name):
+            raise ValueError(f"{name!r}: a user's name is 1 to 64 letters, digits, or _ . @ -")
+        if not (isinstance(token, str) and len(token) >= 16):
+            raise ValueError(f"{name}: a bearer token is a string of 16 characters or more")
+        if not (isinstance(roles, list) and roles and set(roles) <= {ASKS, APPROVES}):
+            raise ValueError(f'{name}: roles are a list of "{ASKS}", "{APPROVES}", or both')
+        read[name] = (token, frozenset(roles))
+    if len({token for token, _ in read.values()}) < len(read):
+        raise ValueError("two users share a bearer token: each needs a token of their own")
+    return read
 
 
 # ----------------------------------------------------------------------------
@@ -318,17 +457,23 @@ class Server(http.server.ThreadingHTTPServer):
     daemon_threads = True  # a stuck client never keeps the process alive
     request_queue_size = 128  # connections waiting to be accepted (socketserver's 5 resets a crowd)
 
-    def __init__(self, office, db: str, users: dict[str, str], secret: bytes, *, port: int = 0,
+    def __init__(self, office, db: str, users: dict, secret: bytes, *, port: int = 0,
                  token_ttl: int = 600, lease: float = 30.0, timeout: float = 10.0,
-                 rate: tuple[float, int] = (1.0, 20), quiet: bool = False):
-        """Serve `office(db) -> Agent` on 127.0.0.1:port to `users` (name -> bearer token)."""
+                 rate: tuple[float, int] = (1.0, 20), approve_own: bool = False,
+                 quiet: bool = False):
+        """Serve `office(db) -> Agent` on 127.0.0.1:port to `users` (see read_users).
+
+        approve_own: a user who asks and approves may approve their own requests too.
+        """
         if not (isinstance(secret, bytes) and len(secret) >= 32):
             raise ValueError("the signing secret must be at least 32 random bytes "
                              "(secrets.token_bytes(32))")
+        self.users = read_users(users)
         super().__init__(("127.0.0.1", port), Handler)
-        self.store, self.users, self.secret, self.quiet = Store(db), users, secret, quiet
+        self.store, self.secret, self.quiet = Store(db), secret, quiet
         self.token_ttl, self.lease, self.client_timeout = token_ttl, lease, timeout  # seconds
         self.rate = rate  # (per second, burst): runs a user may start
+        self.approve_own = approve_own
         agent = office(db)
         # every tool hidden: a tool's exception text goes to this server's log, never to a client
         tools = [hiding(t, self.report, "the tool failed") for t in agent.tools.values()]
@@ -342,11 +487,34 @@ class Server(http.server.ThreadingHTTPServer):
     def user(self, authorization: str) -> str:
         """Whose bearer token this is; 401 if nobody's."""
         token = authorization.removeprefix("Bearer ")
-        for name, known in self.users.items():  # compare_digest: its time says nothing of the token
+        for name, (known, _) in self.users.items():  # compare_digest: its time says nothing
             if token != authorization and hmac.compare_digest(token.encode(), known.encode()):
                 return name
         raise Refused(401, "send Authorization: Bearer <token>, with a token this server knows",
                       {"WWW-Authenticate": "Bearer"})
+
+    def roles(self, user: str) -> frozenset:
+        return self.users[user][1]
+
+    def needs(self, user: str, role: str) -> None:
+        """403 unless the user has the role."""
+        if role not in self.roles(user):
+            doing = "ask the agent" if role == ASKS else "approve what the agent asks to do"
+            raise Refused(403, f"{user} may not {doing}: the users file does not give "
+                               f"{user} the role \"{role}\"")
+
+    def may_approve(self, user: str, asker: str) -> bool:
+        """May `user` give the verdict on a request `asker` made? A reviewer, not the asker."""
+        return APPROVES in self.roles(user) and (user != asker or self.approve_own)
+
+    def reviews(self, user: str, s: Session) -> bool:
+        """Is this someone else's session one the user may see as its reviewer: it waits for
+        their verdict, or holds one they gave?"""
+        if APPROVES not in self.roles(user):
+            return False
+        if s.jti and approval.waiting(s.context) and self.may_approve(user, s.owner):
+            return True
+        return any(m.kind == "verdict" and m.name == user for m in s.context)
 
     def log(self, text: str) -> None:
         if not self.quiet:
@@ -373,13 +541,27 @@ class Handler(http.server.BaseHTTPRequestHandler):
         super().setup()
         # subtle: that timeout restarts with every byte, so a client that trickles its request
         # in a byte at a time would hold this thread for ever; the whole request has a deadline
+        self.read, self.cut, self.cutting = False, False, threading.Lock()
         self.deadline = threading.Timer(self.server.client_timeout, self.hang_up)
         self.deadline.start()
 
     def hang_up(self) -> None:
         """The request is not whole in time: close the connection under the thread reading it."""
+        with self.cutting:
+            if self.read:  # just made it
+                return
+            self.cut = True
         with contextlib.suppress(OSError):
             self.connection.shutdown(socket.SHUT_RDWR)
+
+    def read_whole(self) -> None:
+        """The request has been read: from now on the deadline can't cut it. TimeoutError if it
+        did already: a shut socket reads as the end of the headers, and must not pass for it."""
+        self.deadline.cancel()
+        with self.cutting:
+            if self.cut:
+                raise TimeoutError
+            self.read = True
 
     def finish(self):
         self.deadline.cancel()
@@ -399,13 +581,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.streaming = False  # once a stream has begun, a failure can only end it
         try:
             body = read_body(self) if method == "POST" else b""
-            self.deadline.cancel()  # the request is whole: what follows may take as long as the run
-            if method == "GET" and self.path in PAGE:  # no token: the page asks the person for one
-                return self.page(*PAGE[self.path])
+            self.read_whole()  # the request is whole: what follows may take as long as the run
+            where = self.path.split("?")[0]
+            if method == "GET" and where in PAGE:  # no token: the page asks the person for one
+                return self.page(*PAGE[where])
             user = self.server.user(self.headers.get("Authorization", ""))
-            path = self.path.split("?")[0].split("/")[1:]  # "/sessions/{id}/x" -> [sessions, id, x]
-            if (method, path) == ("POST", ["sessions"]):
-                return create(self, user, body)
+            path = where.split("/")[1:]  # "/sessions/{id}/x" -> [sessions, id, x]
+            if len(path) == 1 and (method, path[0]) in TOP:
+                return TOP[method, path[0]](self, user, body)
             route = ROUTES.get((method, path[2] if len(path) == 3 else ""))
             if not (path[:1] == ["sessions"] and len(path) in (2, 3) and route):
                 raise Refused(404, NO_ROUTE)
@@ -414,17 +597,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
             with tracing(told[0] if len(told) == 1 else None):  # a traced run: a child of the caller's span
                 route(self, user, sid, body)
         except Refused as r:
-            self.server.store.audit(user, sid, f"refused {r.status}", r.message)
+            if user is not None:  # a stranger's requests fill the log, never the audit trail
+                self.server.store.audit(user, sid, f"refused {r.status}", r.message)
             self.reply(r.status, {"error": r.message}, r.headers)
-        except TimeoutError:  # the body never came: drop this client; the others are served
-            self.server.store.audit(user, sid, "timed out",
-                                    f"no whole request in {self.server.client_timeout}s")
+        except TimeoutError:  # the request never came whole: drop this client; others are served
+            self.server.log(f"{self.address_string()}: no whole request in "
+                            f"{self.server.client_timeout}s; dropped")
             self.close_connection = True
         except Exception as e:  # a bug, or a notebook in the database that breaks the invariants
             self.server.log(f"{sid}: {type(e).__name__}: {e}")
             self.close_connection = True
             if not self.streaming:
-                self.reply(500, {"error": "the server failed; the details went to its log"})
+                with contextlib.suppress(OSError):  # the client may be gone too
+                    self.reply(500, {"error": "the server failed; the details went to its log"})
 
     def send(self, status: int, headers: dict, payload: bytes = b"") -> None:
         """The one place an answer is written: status, headers, then the payload."""
@@ -437,7 +622,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def reply(self, status: int, data: dict, headers: dict | None = None) -> None:
         payload = json.dumps(data).encode()
         self.send(status, {"Content-Type": "application/json", "Content-Length": len(payload),
-                           **(headers or {})}, payload)
+                           **API_HEADERS, **(headers or {})}, payload)
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None):
         """What http.server refuses itself (a broken request line, an unknown method) is JSON too."""
@@ -539,17 +724,19 @@ def ledger_refund(db: str) -> Tool:
                "order_id TEXT, amount DOUBLE PRECISION)")
 
     @as_tool(needs_approval=True)
-    def issue_refund(order_id: str, amount: float) -> str:
+    def issue_refund(order_id: str, amount: float) -> str | Message:
         """Refund an amount in dollars to the card the order was paid with."""
         call = CALL.get(None)
         if call is None:
             raise RuntimeError("the hosted refund runs where microagent.host.CALL is set "
                                "to the tool call's identity (the host sets it around each step)")
+        if problem := refund_problem(amount):  # -500, or $0.001: nothing is booked
+            return error_note("issue_refund", problem)
         # keyed by the tool call, so a call run again after a crash hands back its first receipt
         ledger.run("INSERT INTO refunds (call, order_id, amount) VALUES (?, ?, ?) "
-                   "ON CONFLICT (call) DO NOTHING", (call, order_id, amount))
+                   "ON CONFLICT (call) DO NOTHING", (call, order_id, float(amount)))
         [(n, paid)] = ledger.run("SELECT n, amount FROM refunds WHERE call = ?", (call,))[0]
-        return f"${paid:g} refunded to the original card (receipt R{n})"
+        return f"{dollars(paid)} refunded to the original card (receipt R{n})"
     return issue_refund
 
 
@@ -573,18 +760,35 @@ def secret_from(path: str) -> bytes:
         return f.read()
 
 
-def users_from(path: str) -> dict[str, str]:
-    """The users (name -> bearer token) in a JSON file; a new file with alice and bob if missing."""
+FIRST_USERS = {"alice": [ASKS], "bob": [APPROVES]}  # the users file a first start writes
+
+
+def users_from(path: str) -> dict:
+    """The users in a JSON file (see read_users); a new file with alice, who asks, and bob,
+    who approves, if it is missing."""
     with contextlib.suppress(FileExistsError):
         with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
-            json.dump({name: secrets.token_urlsafe(24) for name in ("alice", "bob")}, f, indent=1)
-    with open(path) as f:
-        users = json.load(f)
-    if not (isinstance(users, dict) and all(isinstance(v, str) and len(v) >= 16
-                                            for v in users.values())):
-        raise SystemExit(f"{path} must be a JSON object: user name -> bearer token "
-                         "(16 characters or more)")
+            made = [f'"{name}": ' + json.dumps({"token": secrets.token_urlsafe(24), "roles": roles})
+                    for name, roles in FIRST_USERS.items()]  # a user a line
+            f.write("{\n " + ",\n ".join(made) + "\n}\n")
+    try:
+        with open(path) as f:
+            users = json.load(f)
+        read_users(users)
+    except ValueError as e:  # json's errors are ValueErrors too
+        raise SystemExit(f"{path}: {e}") from None
     return users
+
+
+def printable(value) -> str:
+    """A value of the audit trail as one line: line breaks, controls and bidi marks escaped.
+
+    >>> print(printable("no\\n2026 | bob | approved \\u202e97"))
+    no\\n2026 | bob | approved \\u202e97
+    """
+    text = "-" if value is None else str(value)
+    return "".join(ascii(c)[1:-1] if c == "\\" or unicodedata.category(c)[0] == "C"
+                   or unicodedata.category(c) in ("Zl", "Zp") else c for c in text)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -593,7 +797,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--db", default="microagent-host.db",
                    help="sessions, audit trail, refunds: a sqlite file, or a postgresql:// URL "
                         "(pip install 'microagent[postgres]'; the password best in $PGPASSWORD)")
-    p.add_argument("--users", default="microagent-users.json", help="JSON: user name -> bearer token")
+    p.add_argument("--users", default="microagent-users.json",
+                   help='JSON: user name -> {"token": ..., "roles": ["asks", "approves"]}')
+    p.add_argument("--approve-own", action="store_true",
+                   help="a user who asks and approves may approve their own requests")
     p.add_argument("--secret-file", help="the signing secret (default: the db file's name + .secret, "
                    "or microagent-host.secret for PostgreSQL); "
                    "$MICROAGENT_HOST_SECRET wins over it")
@@ -612,7 +819,7 @@ def main(argv: list[str] | None = None) -> None:
     o = p.parse_args(argv)
     if o.audit:
         for row in Store(o.db).trail():
-            print(" | ".join("-" if v is None else str(v) for v in row))
+            print(" | ".join(printable(v) for v in row))
         return
     office = refund_office
     if o.office:
@@ -627,7 +834,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         server = Server(office, o.db, users_from(o.users), secret_from(secret_file),
                         port=o.port, token_ttl=o.token_ttl, lease=o.lease, timeout=o.timeout,
-                        rate=(o.rate[0], int(o.rate[1])))
+                        rate=(o.rate[0], int(o.rate[1])), approve_own=o.approve_own)
     except (ConnectionError, ImportError, ValueError) as e:  # the database: unreachable, or no psycopg
         raise SystemExit(f"python -m microagent.host: {e}") from None
     print(f"serving on http://127.0.0.1:{server.server_address[1]} (database {shown(o.db)}); "

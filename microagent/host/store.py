@@ -1,9 +1,10 @@
 """Where hosted sessions live: each session's notes, a row a note, written in pen; and an audit trail.
 
 This is the one seam between the server and its database, small on purpose:
-`load` a session, `create` one, `save` it only if nobody else has since, `take`
-one of a user's runs from their budget (the rate limit), and append to the
-`audit` trail. Two databases sit behind it: a sqlite file, the default and the
+`load` a session, `create` one, `save` it only if nobody else has since, list
+the sessions whose decision waits for a verdict (`waiting`, the approvers'
+queue), `take` one of a user's runs from their budget (the rate limit), and
+append to the `audit` trail. Two databases sit behind it: a sqlite file, the default and the
 standard library only; or a PostgreSQL server, given as a `postgresql://` URL,
 for several host processes on one database (postgres.py beside this file; it
 needs psycopg 3: `pip install 'microagent[postgres]'`). The statements are the
@@ -27,8 +28,8 @@ join on are checked as a notebook of their own (`checked`). A note that breaks
 them is a ValueError, never run. So a message at the end of a long session
 costs about what one at its start does (benchmarks/long_session.py).
 
-What it leaves out: migrations (a file made by the older host, a notebook a row,
-is refused with a message that says so), and a note changed behind the
+What it leaves out: migrations (a file made by an older host is refused with a
+message that says so), and a note changed behind the
 database's back (which takes dropping its triggers) after a process has read it:
 that process goes on with the note it read; a process that reads the changed
 note refuses it if it breaks the rules.
@@ -51,8 +52,8 @@ SERVERS = ("postgresql://", "postgres://")  # how a database server's URL begins
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, owner TEXT NOT NULL,
-    version INTEGER NOT NULL, length INTEGER NOT NULL, lease_until REAL NOT NULL DEFAULT 0,
-    jti TEXT);
+    created REAL NOT NULL, version INTEGER NOT NULL, length INTEGER NOT NULL,
+    lease_until REAL NOT NULL DEFAULT 0, jti TEXT);
 CREATE TABLE IF NOT EXISTS notes (session TEXT NOT NULL, n INTEGER NOT NULL, note TEXT NOT NULL,
     PRIMARY KEY (session, n)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS audit (n INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL,
@@ -127,8 +128,8 @@ class Store:
     def create(self, sid: str, owner: str, ctx: Context) -> None:
         check(ctx)
         with self.db.transaction() as run:
-            run("INSERT INTO sessions (id, owner, version, length) VALUES (?, ?, 0, ?)",
-                (sid, owner, len(ctx)))
+            run("INSERT INTO sessions (id, owner, created, version, length) "
+                "VALUES (?, ?, ?, 0, ?)", (sid, owner, time.time(), len(ctx)))
             self._append(run, sid, 0, ctx)
         self._keep(sid, 0, ctx)
 
@@ -155,6 +156,12 @@ class Store:
             self._append(run, sid, len(before), ctx)
         self._keep(sid, version + 1, ctx)
         return version + 1
+
+    def waiting(self) -> list[str]:
+        """The ids of the sessions whose decision waits for a verdict (a token is out for it),
+        the oldest session first."""
+        rows, _ = self.db.run("SELECT id FROM sessions WHERE jti IS NOT NULL ORDER BY created, id")
+        return [sid for (sid,) in rows]
 
     def take(self, user: str, per_second: float, burst: int) -> float:
         """Take one run from the user's budget: 0.0 if it may start, else seconds to wait.
@@ -303,9 +310,9 @@ class Sqlite:
         with self.lock:
             self.db.executescript(SCHEMA)
             columns = {row[1] for row in self.db.execute("PRAGMA table_info(sessions)")}
-        if "notebook" in columns:
-            raise ValueError(f"{self.path} was made by an older host, which kept a notebook "
-                             "a row; this one keeps a note a row, and has no migrations: "
+        if "created" not in columns:  # a notebook a row, or no time each session was made
+            raise ValueError(f"{self.path} was made by an older host (a notebook a row, or "
+                             "sessions with no time made); this one has no migrations: "
                              "start on a new database file")
 
     def run(self, sql: str, args: tuple = ()) -> tuple[list[tuple], int]:

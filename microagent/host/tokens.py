@@ -6,7 +6,9 @@
 A token is base64url(header).base64url(claims).base64url(signature), so any JWT
 library can read it. `verify` refuses a token that was tampered with, signed
 with another secret, made for another algorithm, or expired. `args_hash` is
-what a token says about the arguments it approves.
+what a token says about the arguments it approves. (The host binds each token
+to its approver, `sub`, the session, the tool call, a hash of the call's
+arguments, and the session's current `jti`.)
 
 What it leaves out: keys that rotate, and every other JWT algorithm.
 """
@@ -37,7 +39,7 @@ def verify(token: str, secret: bytes, now: float) -> dict:
     if header.get("alg") != "HS256":  # never let a token pick its own algorithm
         raise ValueError("only HS256 approval tokens are accepted")
     if not isinstance(claims.get("exp"), int) or claims["exp"] <= now:
-        raise ValueError("the approval token has expired: POST /sessions/{id}/resume for a new one")
+        raise ValueError("the approval token has expired: the queue hands out a fresh one")
     return claims
 
 
