@@ -56,6 +56,20 @@ def tamper(store: Store, sid: str, n: int, note: str, length: int) -> None:
         run("UPDATE sessions SET length = ?, version = version + 1 WHERE id = ?", (length, sid))
 
 
+def test_the_sessions_that_wait_for_a_verdict_are_listed_oldest_first_in_every_process(stores):
+    store, other = stores(), stores()
+    for sid in ["s-late", "s-none", "s-early"]:  # made in this order; the ids sort the other way
+        store.create(sid, "alice", Context())
+        time.sleep(0.002)
+    waiting = Context().add(ASK, *LOOK, REFUND)
+    assert store.save("s-early", waiting, 0, jti="j1") == 1
+    assert other.save("s-late", waiting, 0, jti="j2") == 1  # another process's write
+    assert store.save("s-none", waiting, 0) == 1  # no token out: nothing waits on it
+    assert store.waiting() == other.waiting() == ["s-late", "s-early"]
+    assert other.save("s-late", waiting.add(YES), 1) == 2  # the verdict written: the token gone
+    assert store.waiting() == ["s-early"]
+
+
 # ----------------------------------------------------------------------------
 # written in pen: a save appends its new notes, and a writer that read an old version loses whole
 
