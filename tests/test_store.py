@@ -10,12 +10,13 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from microagent import Context, Message, to_json
-from microagent.host.store import Store, checked, connect
+from microagent.host.store import Store, checked, connect, shown
 from microagent.invariants import check
 
 ASK = Message("user", "refund A1234?")
@@ -295,12 +296,18 @@ def test_the_audit_trail_is_append_only_and_holds_any_text(stores, db):
     assert [row[1] for row in stores().trail()] == ["alice", "bob\\x00"]
 
 
-def test_a_database_file_made_by_the_older_host_is_refused_with_a_message_that_says_so(tmp_path):
-    old = connect(str(tmp_path / "old.db"))
-    old.run("CREATE TABLE sessions (id TEXT PRIMARY KEY, owner TEXT NOT NULL, notebook TEXT NOT NULL, "
-            "version INTEGER NOT NULL, lease_until REAL NOT NULL DEFAULT 0, jti TEXT)")
-    with pytest.raises(ValueError, match="made by an older host.*start on a new database file"):
-        Store(str(tmp_path / "old.db"))
+@pytest.mark.parametrize("columns", [
+    "notebook TEXT NOT NULL, version INTEGER NOT NULL",  # a notebook a row
+    "version INTEGER NOT NULL, length INTEGER NOT NULL"])  # a note a row, no time a session was made
+def test_a_database_made_by_an_older_host_is_refused_with_a_message_that_says_so(db, columns):
+    old = connect(db)
+    old.run(f"CREATE TABLE sessions (id TEXT PRIMARY KEY, owner TEXT NOT NULL, {columns}, "
+            "lease_until REAL NOT NULL DEFAULT 0, jti TEXT)")
+    old.close()
+    with pytest.raises(ValueError, match="made by an older host.*start on a new database$") as e:
+        Store(db)
+    assert str(e.value).startswith(f"{shown(db)} was made")  # named, and without its password
+    assert shown(db) == db or ":" + urllib.parse.urlsplit(db).password + "@" not in str(e.value)
 
 
 def test_the_sqlite_host_needs_no_psycopg_and_a_url_without_it_says_what_to_install(tmp_path):

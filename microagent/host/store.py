@@ -28,11 +28,11 @@ join on are checked as a notebook of their own (`checked`). A note that breaks
 them is a ValueError, never run. So a message at the end of a long session
 costs about what one at its start does (benchmarks/long_session.py).
 
-What it leaves out: migrations (a file made by an older host is refused with a
-message that says so), and a note changed behind the
-database's back (which takes dropping its triggers) after a process has read it:
-that process goes on with the note it read; a process that reads the changed
-note refuses it if it breaks the rules.
+What it leaves out: migrations (a database made by an older host is refused with
+a message that says so), and a note changed behind the database's back (which
+takes dropping its triggers) after a process has read it: that process goes on
+with the note it read; a process that reads the changed note refuses it if it
+breaks the rules.
 """
 
 import collections
@@ -93,6 +93,12 @@ class Store:
         """The store in `db`: a sqlite file's path, or a postgresql:// URL."""
         self.db = connect(db)
         self.db.schema()
+        try:  # tables made by an older host: a notebook a row, or no time a session was made
+            self.db.run("SELECT created, length FROM sessions WHERE id = ''")
+        except Exception:  # the database's own error for a missing column (sqlite's, psycopg's)
+            self.db.close()
+            raise ValueError(f"{shown(db)} was made by an older host, which kept other columns; "
+                             "this one has no migrations: start on a new database") from None
         self.keep, self.lock = keep, threading.Lock()
         # session id -> (version, its notebook at that version), the last used last
         self.kept: collections.OrderedDict[str, tuple[int, Context]] = collections.OrderedDict()
@@ -309,11 +315,6 @@ class Sqlite:
     def schema(self) -> None:
         with self.lock:
             self.db.executescript(SCHEMA)
-            columns = {row[1] for row in self.db.execute("PRAGMA table_info(sessions)")}
-        if "created" not in columns:  # a notebook a row, or no time each session was made
-            raise ValueError(f"{self.path} was made by an older host (a notebook a row, or "
-                             "sessions with no time made); this one has no migrations: "
-                             "start on a new database file")
 
     def run(self, sql: str, args: tuple = ()) -> tuple[list[tuple], int]:
         """The rows a statement gives, and how many it changed."""
