@@ -1,5 +1,6 @@
 """Test settings: hypothesis keeps its files in a temporary folder, so the tests write nothing into the project;
-and a real PostgreSQL server (tests/postgres_cluster.py) for the tests that ask for one."""
+stand-in model servers for the LLM brain's tests; and a real PostgreSQL server (tests/postgres_cluster.py) for
+the tests that ask for one."""
 
 import itertools
 import os
@@ -9,10 +10,25 @@ import pytest
 from hypothesis import configuration, settings
 
 import postgres_cluster as postgres_cluster_module
+from microagent.transport.stand_in import serve
 
 configuration.set_hypothesis_home_dir(tempfile.mkdtemp(prefix="microagent-hypothesis-"))
 settings.register_profile("microagent", database=None)
 settings.load_profile("microagent")
+
+
+@pytest.fixture
+def stand_in():
+    """Start stand-in model servers with scripted replies (over TLS with a certificate); all are
+    closed after the test."""
+    started = []
+
+    def start(*script, certificate=None):
+        started.append(serve(list(script), certificate))
+        return started[-1]
+    yield start
+    for server in started:
+        server.close()
 
 
 # ----------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from microagent.script import actions, replay
 from microagent.tool import final_answer
 from microagent.trace import story
 from microagent.transport import hardened
-from microagent.transport.stand_in import chunks, drip, error, moved, raw, reply, serve, stream_of
+from microagent.transport.stand_in import chunks, drip, error, moved, raw, reply, stream_of
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "llm_agent.py"
@@ -46,19 +46,6 @@ def add(a: int, b: int) -> int:
 
 def yes(tool_name, args) -> bool:
     return True
-
-
-@pytest.fixture
-def stand_in():
-    """Start stand-in model servers with scripted replies; all are closed after the test."""
-    started = []
-
-    def start(*script):
-        started.append(serve(list(script)))
-        return started[-1]
-    yield start
-    for server in started:
-        server.close()
 
 
 def ask(policy, tools=(final_answer,)) -> Action:

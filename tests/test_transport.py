@@ -30,7 +30,7 @@ import microagent.transport.client as client
 from microagent.transport import MAX_REPLY, hardened
 from microagent.transport.keys import Key, Pieces
 from microagent.transport.stand_in import (chunk, chunked, chunks, drip, error, keep_alives, moved, null_content, raw,
-                                           reply, serve, stream_of)
+                                           reply, stream_of)
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "sk-proj-" + "k" * 36  # 44 characters, as OpenAI's keys are
@@ -44,19 +44,6 @@ def add(a: int, b: int) -> int:
 
 def yes(tool_name, args) -> bool:
     return True
-
-
-@pytest.fixture
-def stand_in():
-    """Start stand-in model servers with scripted replies; all are closed after the test."""
-    started = []
-
-    def start(*script, certificate=None):
-        started.append(serve(list(script), certificate))
-        return started[-1]
-    yield start
-    for server in started:
-        server.close()
 
 
 def brain(url, *, api_key=None, stream=True, on_text=None, **settings):
