@@ -138,9 +138,9 @@ class Agent:
 
     def act(self, action: Action) -> Message | None:
         """Carry out a move: its result or error note, or None if nothing runs (yet)."""
-        tool = self.tools.get(action.tool)
         if action.tool is None:  # no move: there is nothing to call
             return None
+        tool = self.tools.get(action.tool)
         if tool is None:
             return error_note(action.tool, f"there is no tool named {action.tool!r}; "
                                            f"the tools are: {', '.join(self.tools)}")
