@@ -4,11 +4,13 @@
     python -m microagent.host --approve-own  # one person may ask and approve (a tutorial's flow)
     python -m microagent.host --audit        # print the audit trail and exit
 
-Read it in five parts, in this order: the loop's stream (`Stream`: each Step's
-notebook committed, then its event sent), the routes (a function each), who may
-do what (a user asks, approves, or both; nobody approves their own request
-unless the host is started to allow it), the HTTP plumbing (`Handler`), and the
-request hygiene (strict JSON, a deadline for the whole request, a rate limit).
+Read it in six parts, in this order: the loop's stream (`Stream`: each Step's
+notebook committed, then its event sent), the routes (a function each, with the
+rate limit and the lease in `driving`), who may do what (a user asks, approves,
+or both; nobody approves their own request unless the host is started to allow
+it), the HTTP plumbing (`Handler`, with a deadline for the whole request), the
+request hygiene (a whole body of known size, strict JSON, known fields), and the
+hosted refund office with the command line.
 README.md beside this file has the protocol.
 
 What it leaves out: real identity providers (users are bearer tokens in a JSON
@@ -123,7 +125,8 @@ class Stream:
         with self.serving(len(ctx) - 2):
             ctx = approval.settle(ctx, tool)
         if not self.commit(ctx, lease=True):
-            return self.lost()
+            self.lost()
+            return None
         self.tool_call(ctx)
         self.event("result", result_of(ctx))
         return ctx
@@ -221,10 +224,9 @@ class Stream:
         decision = ctx.last()
         self.server.store.audit(self.owner, self.sid, "approval requested",
                                 f"{decision.tool} {decision.args}")
-        asked = {"tool": decision.tool, "args": json.loads(decision.args), "call": len(ctx) - 1}
         if self.server.may_approve(self.user, self.owner):
-            return {**asked, "approval_token": token_for(self.server, self.user, self.sid, ctx, jti)}
-        return {**asked, "waits_for": "a reviewer"}  # who finds it in their queue
+            return {**asked(ctx), "approval_token": token_for(self.server, self.user, self.sid, ctx, jti)}
+        return {**asked(ctx), "waits_for": "a reviewer"}  # who finds it in their queue
 
     def event(self, name: str, data: dict) -> bool:
         """Send one server-sent event; False if the client has gone."""
@@ -241,6 +243,17 @@ def result_of(ctx: Context) -> dict:
     decision = ctx[-3] if before.kind == "verdict" else before
     return {"tool": result.name, "args": before.args, "reasoning": decision.content,
             "content": result.content, "error": result.error, "at": len(ctx) - 1}
+
+
+def pending(s: Session) -> Message | None:
+    """The decision the session waits on for a verdict, asked for with a token; else None."""
+    return approval.waiting(s.context) if s.jti else None
+
+
+def asked(ctx: Context) -> dict:
+    """What the decision `ctx` ends with asks for, as the API shows it."""
+    decision = ctx.last()
+    return {"tool": decision.tool, "args": json.loads(decision.args), "call": len(ctx) - 1}
 
 
 def token_for(server: "Server", user: str, sid: str, ctx: Context, jti: str) -> str:
@@ -286,26 +299,22 @@ def queue(h: "Handler", user: str, body: bytes) -> None:
         except ValueError as e:  # a notebook broken in the database: never shown, never run
             server.log(f"{sid}: left out of the queue: {e}")
             continue
-        decision = approval.waiting(s.context) if s and s.jti else None
-        if decision is None or not server.may_approve(user, s.owner) \
+        decision = s and pending(s)
+        if not decision or not server.may_approve(user, s.owner) \
                 or decision.tool not in server.agent.tools:
             continue
         question = next(m.content for m in reversed(s.context) if m.kind == "question")
-        waiting.append({"session": sid, "asker": s.owner, "question": question,
-                        "tool": decision.tool, "args": json.loads(decision.args),
-                        "call": len(s.context) - 1,
+        waiting.append({"session": sid, "asker": s.owner, "question": question, **asked(s.context),
                         "approval_token": token_for(server, user, sid, s.context, s.jti)})
     h.reply(200, {"waiting": waiting})
 
 
 def show(h: "Handler", user: str, sid: str, body: bytes) -> None:
     s = session(h.server, user, sid)
-    pending = approval.waiting(s.context) if s.jti else None  # asked for, with a token
     h.reply(200, {"id": sid, "asker": s.owner, "notebook": json.loads(to_json(s.context)),
                   "running": running(s),
                   "stopped": h.server.agent.why_stop(s.context) if len(s.context) else None,
-                  "pending": pending and {"tool": pending.tool, "args": json.loads(pending.args),
-                                          "call": len(s.context) - 1}})
+                  "pending": asked(s.context) if pending(s) else None})
 
 
 def picture(h: "Handler", user: str, sid: str, body: bytes) -> None:
@@ -361,7 +370,7 @@ def approvals(h: "Handler", user: str, sid: str, body: bytes) -> None:
         claims = verify(data["approval_token"], server.secret, time.time())
     except ValueError as e:
         raise Refused(403, str(e)) from None
-    decision = approval.waiting(s.context) if s.jti else None
+    decision = pending(s)
     if decision is None:
         raise Refused(409, "nothing here waits for a verdict any more: it was decided, "
                            "or the run moved on")
@@ -436,8 +445,9 @@ def read_users(users: dict) -> dict[str, tuple[str, frozenset]]:
         raise ValueError("the users are a JSON object: name -> {\"token\": ..., \"roles\": [...]}")
     read = {}
     for name, user in users.items():
-        token, roles = (user, [ASKS, APPROVES]) if isinstance(user, str) else (
-            user.get("token"), user.get("roles")) if isinstance(user, dict) else (None, None)
+        if isinstance(user, str):  # a bare token may do both
+            user = {"token": user, "roles": [ASKS, APPROVES]}
+        token, roles = (user.get("token"), user.get("roles")) if isinstance(user, dict) else (None, None)
         if not NAME.fullmatch(name):
             raise ValueError(f"{name!r}: a user's name is 1 to 64 letters, digits, or _ . @ -")
         if not (isinstance(token, str) and len(token) >= 16):
@@ -486,10 +496,11 @@ class Server(http.server.ThreadingHTTPServer):
 
     def user(self, authorization: str) -> str:
         """Whose bearer token this is; 401 if nobody's."""
-        token = authorization.removeprefix("Bearer ")
-        for name, (known, _) in self.users.items():  # compare_digest: its time says nothing
-            if token != authorization and hmac.compare_digest(token.encode(), known.encode()):
-                return name
+        if authorization.startswith("Bearer "):
+            token = authorization.removeprefix("Bearer ").encode()
+            for name, (known, _) in self.users.items():  # compare_digest: its time says nothing
+                if hmac.compare_digest(token, known.encode()):
+                    return name
         raise Refused(401, "send Authorization: Bearer <token>, with a token this server knows",
                       {"WWW-Authenticate": "Bearer"})
 
@@ -512,7 +523,7 @@ class Server(http.server.ThreadingHTTPServer):
         their verdict, or holds one they gave?"""
         if APPROVES not in self.roles(user):
             return False
-        if s.jti and approval.waiting(s.context) and self.may_approve(user, s.owner):
+        if pending(s) and self.may_approve(user, s.owner):
             return True
         return any(m.kind == "verdict" and m.name == user for m in s.context)
 
@@ -749,13 +760,18 @@ def llm_office(model: str, base_url: str, api_key: str | None = None):
     return office
 
 
+def write_new(path: str, data: bytes) -> None:
+    """Write a new file that only its owner may read (0600); one that is there is left as it is."""
+    with contextlib.suppress(FileExistsError):
+        with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f:
+            f.write(data)
+
+
 def secret_from(path: str) -> bytes:
     """The signing secret: $MICROAGENT_HOST_SECRET, else the file at `path` (made 0600 if missing)."""
     if os.environ.get("MICROAGENT_HOST_SECRET"):
         return os.environ["MICROAGENT_HOST_SECRET"].encode()
-    with contextlib.suppress(FileExistsError):
-        with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f:
-            f.write(secrets.token_bytes(32))
+    write_new(path, secrets.token_bytes(32))
     with open(path, "rb") as f:
         return f.read()
 
@@ -766,11 +782,9 @@ FIRST_USERS = {"alice": [ASKS], "bob": [APPROVES]}  # the users file a first sta
 def users_from(path: str) -> dict:
     """The users in a JSON file (see read_users); a new file with alice, who asks, and bob,
     who approves, if it is missing."""
-    with contextlib.suppress(FileExistsError):
-        with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:
-            made = [f'"{name}": ' + json.dumps({"token": secrets.token_urlsafe(24), "roles": roles})
-                    for name, roles in FIRST_USERS.items()]  # a user a line
-            f.write("{\n " + ",\n ".join(made) + "\n}\n")
+    made = [f'"{name}": ' + json.dumps({"token": secrets.token_urlsafe(24), "roles": roles})
+            for name, roles in FIRST_USERS.items()]  # a user a line
+    write_new(path, ("{\n " + ",\n ".join(made) + "\n}\n").encode())
     try:
         with open(path) as f:
             users = json.load(f)

@@ -126,8 +126,7 @@ class Store:
             if len(notes) != length - since:
                 raise ValueError(f"session {sid} has {length} notes, and notes {since} to "
                                  f"{length - 1} are not all there")
-            ctx = Context(kept[1].messages if since else ())
-            ctx = checked(Context(ctx.messages + _read(notes, since)), since)
+            ctx = checked(Context((kept[1].messages if since else ()) + _read(notes, since)), since)
             self._keep(sid, version, ctx)
             return Session(owner, ctx, version, lease_until, jti)
 
@@ -304,8 +303,7 @@ class Sqlite:
     serial = "INTEGER PRIMARY KEY AUTOINCREMENT"  # a key the database numbers
 
     def __init__(self, path: str):
-        self.path = str(path)
-        self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None,
+        self.db = sqlite3.connect(str(path), timeout=30, isolation_level=None,
                                   check_same_thread=False)
         self.lock = threading.Lock()
         self.db.execute("PRAGMA journal_mode=WAL")  # readers never wait for the writer
