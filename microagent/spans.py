@@ -145,7 +145,7 @@ def traceparent(span: Span | Parent) -> str:
 
 
 def current() -> str | None:
-    """The traceparent for a call made from here (the open span); None: not tracing."""
+    """The traceparent for a call made from here (the open span); None: no span is open here."""
     here = _OPEN.get()
     return None if here is None or here.span_id is None else traceparent(here)
 
@@ -164,8 +164,9 @@ def parse(header: str) -> Parent | None:
     True
     """
     # 512 characters at most, a line break only at the very end (as OpenTelemetry reads)
-    found = _HEADER.fullmatch(header) if isinstance(header, str) and len(header) <= 512 \
-        else None
+    if not isinstance(header, str) or len(header) > 512:
+        return None
+    found = _HEADER.fullmatch(header)
     if found is None:
         return None
     version, trace_id, span_id, flags, more = found.groups()
@@ -208,10 +209,10 @@ def _run_for(above, ctx, name: str, record, by) -> Span:
     """The run this decision belongs to: the one open here, or a new one."""
     last = ctx.last()
     fresh = last is None or last.kind == "question"  # the first move since a question
-    if getattr(above, "by", None) is by and not fresh:
-        return above
-    if getattr(above, "by", None) is by:  # a new question: a new run beside the old one
-        above = above.above
+    if getattr(above, "by", None) is by:  # a run of this agent is open here
+        if not fresh:
+            return above
+        above = above.above  # a new question: a new run beside the old one
     run = _start(f"invoke_agent {name}", above, {
         "gen_ai.operation.name": "invoke_agent", "gen_ai.provider.name": "microagent",
         "gen_ai.agent.name": name})

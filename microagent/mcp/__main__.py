@@ -21,7 +21,7 @@ from microagent.agent import Agent
 from microagent.mcp.server import offered, serve
 from microagent.otel import Exporter
 from microagent.spans import traced
-from microagent.tool import Tool
+from microagent.tool import Tool, said_by
 
 DEFAULT = "microagent.demo:support_agent"
 
@@ -41,7 +41,7 @@ def tools_of(spec: str) -> list[Tool]:
         try:
             found = found()
         except Exception as e:
-            raise ValueError(f"{spec}() failed: {type(e).__name__}: {e}") from None
+            raise ValueError(f"{spec}() failed: {type(e).__name__}: {said_by(e)}") from None
     if isinstance(found, Agent):
         return list(found.tools.values())
     if isinstance(found, Tool):

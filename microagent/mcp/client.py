@@ -533,8 +533,8 @@ class Server:
             code = self._proc.wait(GRACE)
         except subprocess.TimeoutExpired:
             code = None
-        for thread in self._threads[1:2]:  # let stderr's last words in
-            thread.join(0.5)
+        _, drain, _ = self._threads
+        drain.join(0.5)  # let stderr's last words in
         if code is None:
             how = "closed its stdout"
         elif code < 0:
@@ -643,7 +643,8 @@ MAX_DEPTH = 32  # levels of a schema the checks go into; below, any value passes
 
 def checkable(schema, depth: int = 0):
     """A server's JSON Schema with every part the loop's checks read in a shape they
-    can read: a copy, equal to the schema wherever it was well formed.
+    can read: a copy, equal to the schema wherever it was well formed (`required` is
+    kept only beside `properties`, the only place the checks read it).
 
     Tool checks type, enum, properties, required and items. A boolean schema, a
     `type` that names no type, `properties` that is not an object: any of these

@@ -93,8 +93,9 @@ def offered(tools) -> dict[str, Tool]:
     """The tools an MCP client is offered, by name: all but those that end a run."""
     if not (isinstance(tools, (list, tuple)) and all(isinstance(t, Tool) for t in tools)):
         raise TypeError("serve takes a list of Tools (an agent's: list(agent.tools.values()))")
-    office = {t.name: t for t in tools if not t.terminal}
-    if len(office) != len([t for t in tools if not t.terminal]):
+    served = [t for t in tools if not t.terminal]
+    office = {t.name: t for t in served}
+    if len(office) != len(served):
         raise ValueError(f"two tools share a name: {[t.name for t in tools]}")
     for tool in office.values():
         try:
@@ -150,7 +151,7 @@ class _Session:
             if method == "notifications/cancelled" and isinstance(msg.get("params"), dict):
                 with self.lock:
                     called_off = msg["params"].get("requestId")
-                    if type(called_off) in (int, str) and called_off in self.running:
+                    if _id(called_off) is not None and called_off in self.running:
                         self.called_off.add(called_off)
             return  # notifications/initialized and the rest need nothing
         if _id(id_) is None:
