@@ -10,7 +10,9 @@ yields a Step. Ratios are measured in one run on one machine, so they compare
 like with like even on a busy machine; the absolute times are only a guide.
 
 With --against, the same agent loop is timed on microagent as it was at that
-commit (taken with `git archive` into a temporary folder), in the same run.
+commit (taken with `git archive` into a temporary folder), in the same run, the
+rounds interleaved (now, then, now, then, ...) so a machine that gets busier half
+way through slows both alike; each figure is the best of its rounds.
 
 Also: the import time of microagent, against a bare interpreter.
 """
@@ -53,7 +55,7 @@ def agent_loop(n):
 
 def best_of(fn, n):
     times = []
-    for i in range(3 if n >= 10_000 else 20):
+    for i in range(1 if n >= 10_000 else 4):
         start = time.perf_counter()
         fn(n)
         times.append(time.perf_counter() - start)
@@ -64,11 +66,19 @@ print(json.dumps({n: [best_of(bare_loop, n), best_of(agent_loop, n)] for n in si
 """
 
 
+ROUNDS = 5  # each a fresh interpreter; with --against, now and then take turns
+
+
 def timings(package_root: pathlib.Path) -> dict[int, list[float]]:
-    """{steps: [bare seconds, agent seconds]} for the microagent found under package_root."""
+    """{steps: [bare seconds, agent seconds]}, one round, for the microagent under package_root."""
     out = subprocess.run([sys.executable, "-c", TIMER, json.dumps(SIZES)], capture_output=True, text=True,
                          check=True, cwd=package_root, env={"PYTHONPATH": str(package_root)})
     return {int(n): t for n, t in json.loads(out.stdout).items()}
+
+
+def best(rounds: list[dict[int, list[float]]]) -> dict[int, list[float]]:
+    """The quickest of several rounds, for each size and each loop."""
+    return {n: [min(r[n][i] for r in rounds) for i in (0, 1)] for n in SIZES}
 
 
 def import_time(code: str) -> float:
@@ -84,16 +94,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--against", metavar="REV", help="also time microagent as it was at this git commit")
     options = parser.parse_args()
-    now = timings(ROOT)
+    with tempfile.TemporaryDirectory() as old:
+        if options.against:
+            archive = subprocess.run(["git", "-C", str(ROOT), "archive", options.against, "microagent"],
+                                     capture_output=True, check=True).stdout
+            subprocess.run(["tar", "-x", "-C", old], input=archive, check=True)
+        now_rounds, then_rounds = [], []
+        for _ in range(ROUNDS):  # interleaved, so both see the same machine
+            now_rounds.append(timings(ROOT))
+            if options.against:
+                then_rounds.append(timings(pathlib.Path(old)))
+    now = best(now_rounds)
     print(f"{'steps':>6} {'bare loop':>12} {'agent loop':>12} {'per step':>10} {'ratio':>7}")
     for n, (bare, agent) in now.items():
         print(f"{n:>6} {bare * 1e3:>10.2f}ms {agent * 1e3:>10.2f}ms {agent / n * 1e6:>8.1f}us {agent / bare:>6.1f}x")
     if options.against:
-        with tempfile.TemporaryDirectory() as old:
-            archive = subprocess.run(["git", "-C", str(ROOT), "archive", options.against, "microagent"],
-                                     capture_output=True, check=True).stdout
-            subprocess.run(["tar", "-x", "-C", old], input=archive, check=True)
-            then = timings(pathlib.Path(old))
+        then = best(then_rounds)
         print(f"\nthe agent loop now against {options.against} (below 1.0x: faster now)")
         for n in now:
             then_s, now_s = then[n][1], now[n][1]

@@ -684,7 +684,7 @@ def test_the_four_turn_refund_runs_against_the_stand_in_speaking_like_llama_cpp(
 
 def test_the_refund_run_sends_fewer_bytes_than_any_framework_measured():
     sys.path.insert(0, str(ROOT / "benchmarks"))
-    import request_size  # benchmarks/request_size.py, which the README quotes
+    import request_size  # benchmarks/request_size.py: the bytes each request of a refund run sends
     for native in (True, False):
         rows = request_size.measure(native=native)
         assert len(rows) == 4
