@@ -139,7 +139,7 @@ def chat_policy(model: str, base_url: str = LOCAL, *, api_key: str | None = None
     HTTP (`post`, or microagent.transport's `hardened()`).
     """
     _check(model, base_url, api_key, system, native, stream, request)
-    url = base_url.rstrip("/") + "/chat/completions"
+    url = endpoint(base_url, "/chat/completions", "base_url is the server's address", LOCAL)
     headers = {"Content-Type": "application/json"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
@@ -162,19 +162,41 @@ def chat_policy(model: str, base_url: str = LOCAL, *, api_key: str | None = None
     return policy
 
 
+def endpoint(url: str, path: str, said: str, like: str) -> str:
+    """The address to POST to: `url` checked, with `path` after its own (unless it ends
+    with it), its query kept at the end; `said` and `like` word the error.
+
+    Every address the library is given (the model's, a trace collector's) is read here,
+    so the same address is refused the same way everywhere, and a user:password@ in it
+    is refused without being echoed.
+
+    >>> endpoint("https://x.example/v1?api-version=2", "/chat/completions", "", "")
+    'https://x.example/v1/chat/completions?api-version=2'
+    """
+    where = url.split("/")[2].split("?")[0] if isinstance(url, str) and url.count("/") > 1 \
+        else ""
+    if "@" in where:  # a user and a password: never echoed
+        raise ValueError(f"{said}; send credentials in a header (api_key=, headers=), not "
+                         "in the address (which is not shown here)")
+    try:
+        parts = urllib.parse.urlsplit(url)
+        well_formed = parts.scheme in ("http", "https") and parts.hostname \
+            and parts.port != 0 and not parts.fragment  # a port that is no number raises
+    except (TypeError, ValueError, AttributeError):  # "http://[::1/v1", say
+        well_formed = False
+    if not well_formed:
+        raise ValueError(f"{said}, http:// or https://, like {like!r}, "
+                         f"not {url!r}")
+    mine = parts.path.rstrip("/")
+    mine = mine if mine.endswith(path) else mine + path
+    return urllib.parse.urlunsplit((parts.scheme, parts.netloc, mine, parts.query, ""))
+
+
 def _check(model, base_url, api_key, system, native, stream, request) -> None:
     """Settings that can't work are a ValueError now, not a puzzle at the first call."""
     if not (isinstance(model, str) and model):
         raise ValueError(f"model is the model's name on the server, not {model!r}")
-    try:
-        parts = urllib.parse.urlsplit(base_url)
-        port = parts.port  # a port that is not a number raises here
-        well_formed = parts.scheme in ("http", "https") and parts.hostname and port != 0
-    except (TypeError, ValueError, AttributeError):  # "http://[::1/v1", say
-        well_formed = False
-    if not well_formed:
-        raise ValueError(f"base_url is the server's address, http:// or https://, like "
-                         f"{LOCAL!r}, not {base_url!r}")
+    endpoint(base_url, "/chat/completions", "base_url is the server's address", LOCAL)
     if not (api_key is None or isinstance(api_key, str) and api_key.isascii()
             and api_key.isprintable() and " " not in api_key):
         # never echo the key: http.client's own error would print it whole

@@ -400,6 +400,26 @@ def test_a_base_url_that_once_failed_only_at_the_first_request_is_refused_up_fro
     assert chat_policy("tiny", "http://[::1]:8080/v1")  # a well-formed IPv6 address is fine
 
 
+@pytest.mark.parametrize("base_url", ["htp://bob:hunter2@x/v1", "http://bob:hunter2@127.0.0.1:9/v1",
+                                      "https://bob:hunter2@[::1]:8/v1?x=1"])
+def test_a_password_in_the_base_url_is_refused_up_front_and_never_echoed(base_url):
+    # the defect: the first was quoted whole in the ValueError, and the second was taken,
+    # then every request failed with "could not reach http://bob:hunter2@..."
+    with pytest.raises(ValueError, match="base_url is the server's address; send credentials") as e:
+        chat_policy("tiny", base_url)
+    assert "hunter2" not in str(e.value) and "bob" not in str(e.value)
+
+
+def test_a_query_in_the_base_url_stays_at_the_end_of_the_address_it_posts_to(stand_in):
+    # the defect: ".../v1?api-version=2024-10-21" posted to "/v1?api-version=.../chat/completions"
+    server = stand_in(reply(calls=[("final_answer", '{"answer": "hi"}')]))
+    brain = chat_policy("tiny", server.url + "?api-version=2024-10-21", stream=False)
+    assert Agent(brain, [final_answer]).run("hello").last().content == "hi"
+    assert server.paths == ["/v1/chat/completions?api-version=2024-10-21"]
+    with pytest.raises(ValueError, match="base_url is the server's address"):
+        chat_policy("tiny", server.url + "#part")  # a fragment is never sent: refused
+
+
 @pytest.mark.parametrize("key", [KEY + "\n", KEY + " ", "sk-ключ-1234", 12345])
 def test_a_malformed_key_is_refused_up_front_without_showing_it(key):
     with pytest.raises(ValueError) as e:

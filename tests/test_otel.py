@@ -224,9 +224,13 @@ def test_an_exporter_says_what_it_needs():
     for url in ["127.0.0.1:4318", "ftp://host/", "http://host:x", "http://:0", 4318]:
         with pytest.raises(ValueError, match="collector's address"):
             Exporter(url=url)
-    with pytest.raises(ValueError, match="credentials in headers=") as refused:
+    with pytest.raises(ValueError, match="credentials in a header") as refused:
         Exporter(url="http://user:s3cret@host:4318")
     assert "s3cret" not in str(refused.value)
+    # a query stays at the end, after the traces path; a fragment is never sent, so refused
+    assert Exporter(url="http://127.0.0.1:4318/otlp?tenant=a").url == "http://127.0.0.1:4318/otlp/v1/traces?tenant=a"
+    with pytest.raises(ValueError, match="collector's address"):
+        Exporter(url="http://127.0.0.1:4318#x")
     with pytest.raises(TypeError, match="records Spans"):
         Exporter(url="http://127.0.0.1:4318")({"name": "x"})
 

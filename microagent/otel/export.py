@@ -17,6 +17,7 @@ import urllib.parse
 import urllib.request
 from http.client import HTTPException
 
+from microagent.llm import endpoint
 from microagent.otel.otlp import traces_data
 from microagent.spans import Span
 
@@ -103,17 +104,5 @@ class Exporter:
 
 def _traces_url(url: str) -> str:
     """The collector's address, with its traces path: http://host:4318/v1/traces."""
-    where = url.split("/")[2] if isinstance(url, str) and url.count("/") >= 2 else ""
-    if "@" in where:  # a user and a password: never echoed
-        raise ValueError("url is the collector's address; give its credentials in headers= "
-                         "(the address is not shown here)")
-    try:
-        parts = urllib.parse.urlsplit(url)
-        well_formed = parts.scheme in ("http", "https") and parts.hostname \
-            and parts.port != 0
-    except (TypeError, ValueError, AttributeError):  # a port that is not a number, ...
-        well_formed = False
-    if not well_formed:
-        raise ValueError(f"url is the collector's address, like 'http://127.0.0.1:4318', "
-                         f"not {url!r}")
-    return url if parts.path.endswith("/v1/traces") else url.rstrip("/") + "/v1/traces"
+    return endpoint(url, "/v1/traces", "url is the collector's address",
+                    "http://127.0.0.1:4318")

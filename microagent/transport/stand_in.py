@@ -5,7 +5,7 @@
     with serve([reply(calls=[("add", '{"a": 2, "b": 3}')]), reply("It is 5.")]) as server:
         brain = chat_policy("stand-in", server.url)
         ...                 # each request gets the next scripted reply
-        server.requests     # the JSON bodies it was sent, in order
+        server.requests     # the JSON bodies it was sent, in order (server.paths: where)
 
 It is a real `http.server` on 127.0.0.1, on a free port, in a thread of its own:
 no model, and no network beyond this machine. The tests, the benchmarks and the
@@ -175,6 +175,7 @@ class Server:
 
     def __init__(self, script: list[dict], certificate: str | None = None):
         self.script, self.requests, self.headers, self.sent = list(script), [], [], []
+        self.paths = []  # the path (and query) of each request, in order
         self.hung_up = threading.Event()  # a client closed the connection mid-answer
         self.closing = threading.Event()
         self.lock = threading.Lock()
@@ -186,6 +187,7 @@ class Server:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with outer.lock:
                     outer.requests.append(body)
+                    outer.paths.append(self.path)
                     outer.headers.append(dict(self.headers))
                     entry = outer.script.pop(0) if outer.script else error(
                         400, "the stand-in's script is over: give it more replies")
