@@ -76,6 +76,7 @@ class Span:
     remote: bool = False            # its parent is in another process
     above: object = dataclasses.field(default=None, repr=False)  # the Span or Parent
     by: object = dataclasses.field(default=None, repr=False)     # a run: whose it is
+    to: object = dataclasses.field(default=None, repr=False)     # the record it goes to
 
 
 # where new spans go: the Span open here, or the Parent of a block (None: not tracing)
@@ -145,7 +146,7 @@ def traceparent(span: Span | Parent) -> str:
 
 
 def current() -> str | None:
-    """The traceparent for a call made from here (the open span); None: no span is open here."""
+    """The traceparent for a call made from here (the open span); None: no span is open."""
     here = _OPEN.get()
     return None if here is None or here.span_id is None else traceparent(here)
 
@@ -192,7 +193,7 @@ def _deciding(agent: Agent, record, model: str):
         run = _run_for(above, ctx, agent.name, record, decide)
         chat = _start(f"chat {model}", run, {
             "gen_ai.operation.name": "chat", "gen_ai.provider.name": "microagent",
-            "gen_ai.request.model": model})
+            "gen_ai.request.model": model}, record)
         token = _OPEN.set(chat)
         try:
             return policy(ctx, tools)
@@ -215,7 +216,7 @@ def _run_for(above, ctx, name: str, record, by) -> Span:
         above = above.above  # a new question: a new run beside the old one
     run = _start(f"invoke_agent {name}", above, {
         "gen_ai.operation.name": "invoke_agent", "gen_ai.provider.name": "microagent",
-        "gen_ai.agent.name": name})
+        "gen_ai.agent.name": name}, record)
     run.by = by
     _RUNS.get().append((run, record))
     # subtle: left set, so the rest of the run is inside it; the block it runs in
@@ -233,7 +234,7 @@ def _calling(tool: Tool, record) -> Tool:
             return tool.fn(**args)
         span = _start(f"execute_tool {tool.name}", above, {
             "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool.name,
-            "gen_ai.tool.type": "function"})
+            "gen_ai.tool.type": "function"}, record)
         try:
             with _block(span):  # an agent used as this tool runs its run in here
                 out = tool.fn(**args)
@@ -265,12 +266,12 @@ def _block(above):
             record(run)
 
 
-def _start(name: str, above, attributes: dict) -> Span:
+def _start(name: str, above, attributes: dict, record) -> Span:
     # the random flag stays with its trace id; the others W3C reserves are sent as 0
     return Span(name, above.trace_id, _new_id(8), above.span_id, start=time.time_ns(),
                 attributes=attributes, flags=above.flags & RANDOM | SAMPLED,
                 remote=isinstance(above, Parent) and above.span_id is not None,
-                above=above)
+                above=above, to=record)
 
 
 def _end(span: Span, record) -> None:

@@ -22,7 +22,8 @@ from opentelemetry.proto_json.collector.trace.v1.trace_service import ExportTrac
 from opentelemetry.proto_json.trace.v1.trace import Span as OtelSpan, Status, TracesData
 
 from host_offices import events
-from microagent import Agent
+from microagent import Action, Agent, final_answer, scripted
+from microagent.team import agent_tool
 from microagent.demo import QUESTION, support_agent
 from microagent.host import Server, refund_office
 from microagent.llm import chat_policy
@@ -117,6 +118,8 @@ def test_an_error_status_and_a_list_attribute_read_back_as_opentelemetry_has_the
     written[1].error = "RuntimeError"  # as a tool that raised writes it
     [span] = read_back([json.dumps(traces_data([written[1]]))])
     assert (span.status.code, span.status.message) == (Status.StatusCode.STATUS_CODE_ERROR, "RuntimeError")
+    assert attributes(span)["error.type"] == "RuntimeError"  # the GenAI conventions require it on an error
+    assert "error.type" not in written[1].attributes  # added on the wire; the span itself is as it was
     [chat] = read_back([json.dumps(traces_data([written[0]]))])
     assert chat.kind == OtelSpan.SpanKind.SPAN_KIND_CLIENT
     assert attributes(chat)["gen_ai.response.finish_reasons"] == ["tool_calls"]
@@ -128,7 +131,7 @@ def test_an_error_status_and_a_list_attribute_read_back_as_opentelemetry_has_the
 class Collector:
     """A real HTTP server that takes OTLP JSON POSTs and answers as it is told."""
 
-    def __init__(self, status=200, said=b"{}", location=None, stall: float = 0.0):
+    def __init__(self, status=200, said=b"{}", location=None, stall: float = 0.0, trickle: float = 0.0):
         self.posts, self.stop = [], threading.Event()
         outer = self
 
@@ -137,6 +140,13 @@ class Collector:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 outer.posts.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
                 outer.stop.wait(stall)
+                if trickle:  # its whole answer a byte at a time, each well within any read timeout
+                    for byte in b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\n{}":
+                        if outer.stop.wait(trickle):
+                            return
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                    return
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(said)))
@@ -202,6 +212,42 @@ def test_a_collector_that_refuses_redirects_or_stalls_is_reported_and_the_run_go
     [said] = told
     assert problem in said and len(said) < 400
     assert len(read_back(path.read_text().splitlines())) == 9  # the file kept them all
+
+
+def test_the_timeout_bounds_the_whole_post_so_a_collector_answering_a_byte_at_a_time_is_reported(tmp_path,
+                                                                                              collector):
+    # the defect: the timeout bounded each read, so a byte every 0.4 s held a run 28.6 s with timeout=1,
+    # and the POST then "succeeded"; here the answer would take about 20 s, and is cut at the deadline
+    at, told = collector(trickle=0.4), []
+    exporter = Exporter(url=at.url, timeout=1.0, report=told.append)
+    with tracing():
+        ctx = traced(support_agent(approver=YES), exporter).run(QUESTION)
+    assert ctx.last().name == "final_answer"
+    assert told == ["could not send 9 spans to " + at.url + "/v1/traces: TimeoutError: "
+                    "no whole answer within timeout=1s"]
+
+
+def test_an_agent_traced_to_its_own_exporter_and_used_as_a_tool_writes_its_spans_to_its_own_file(tmp_path):
+    # the defect: the inner exporter waited for an outermost span that never came to it, kept
+    # its spans in memory after every run and never wrote its file
+    inner_file, outer_file = tmp_path / "orders.jsonl", tmp_path / "office.jsonl"
+    orders = traced(Agent(scripted(Action("final_answer", {"answer": "A1 was delivered"}, "say it")),
+                          [final_answer], name="orders"), Exporter(str(inner_file)))
+    office = traced(Agent(scripted(Action("orders", {"request": "where is A1?"}, "ask orders"),
+                                   Action("final_answer", {"answer": "delivered"}, "reply")),
+                          [agent_tool(orders, description="Ask the orders desk."), final_answer], name="office"),
+                    Exporter(str(outer_file)))
+    for _ in range(3):
+        with tracing():
+            office.run("Where is A1?")
+    inner = [[s.name for s in read_back([line])] for line in inner_file.read_text().splitlines()]
+    assert inner == [["chat policy", "execute_tool final_answer", "invoke_agent orders"]] * 3
+    [office_spans, *more] = [read_back([line]) for line in outer_file.read_text().splitlines()]
+    assert len(more) == 2 and [s.name for s in office_spans] == [
+        "chat policy", "execute_tool orders", "chat policy", "execute_tool final_answer", "invoke_agent office"]
+    # still one trace: the inner run is a child of the office's call to it
+    run = read_back([inner_file.read_text().splitlines()[0]])[-1]
+    assert run.parent_span_id == office_spans[1].span_id and run.trace_id == office_spans[1].trace_id
 
 
 def test_no_collector_there_and_a_file_that_cannot_be_written_are_reported_not_raised(tmp_path):

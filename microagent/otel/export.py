@@ -3,19 +3,19 @@
     exporter = Exporter("spans.jsonl", url="http://127.0.0.1:4318")
     agent = traced(support_agent(), exporter)
 
-It keeps finished spans until an outermost one ends (a span whose parent is in
-another process, or that starts its trace: by then the spans inside it have
-ended), then flushes all it keeps: one line in the file, one POST to the
-collector's /v1/traces.
+It keeps finished spans until an outermost one of its own ends (a span whose
+parent is in another process, starts its trace, or is written somewhere else, as
+an agent traced to its own Exporter and used as a tool by an office traced to
+another: by then the spans inside it have ended), then flushes all it keeps: one
+line in the file, one POST to the collector's /v1/traces.
 """
 
 import json
+import socket
 import sys
 import threading
-import urllib.error
 import urllib.parse
-import urllib.request
-from http.client import HTTPException
+from http.client import HTTPConnection, HTTPException, HTTPSConnection
 
 from microagent.llm import endpoint
 from microagent.otel.otlp import traces_data
@@ -23,15 +23,6 @@ from microagent.spans import Span
 
 MAX_BODY = 64 << 20  # bytes: OTLP's advice for the most a client sends at once
 SAID = 200           # characters of a collector's refusal that a report quotes
-
-
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args):  # following it would send the headers elsewhere
-        return None
-
-
-# no proxy from the environment, no redirect: the spans (and headers=) go to url only
-_OPEN = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirects).open
 
 
 def to_stderr(problem: str) -> None:
@@ -61,7 +52,8 @@ class Exporter:
             raise TypeError(f"an Exporter records Spans, not {type(span).__name__}")
         with self.lock:
             self.kept.append(span)
-        if span.parent_id is None or span.remote:  # the outermost span here has ended
+        if span.parent_id is None or span.remote or getattr(span.above, "to", None) \
+                is not span.to:  # the outermost span written here has ended
             self.flush()
 
     def flush(self) -> None:
@@ -82,24 +74,49 @@ class Exporter:
             self.post(line.encode(), len(spans))
 
     def post(self, body: bytes, count: int) -> None:
-        """One POST of a TracesData to the collector; what went wrong goes to report."""
+        """One POST of a TracesData to the collector; what went wrong goes to report.
+
+        `timeout` bounds the whole POST, not each read: at the deadline the connection
+        is shut, so a collector that answers a byte at a time can't hold the run. It
+        goes to url only: http.client follows no redirect and reads no proxy setting.
+        """
         if len(body) > MAX_BODY:
             return self.report(f"{count} spans were not sent: {len(body)} bytes is over "
                                f"{MAX_BODY}")
-        request = urllib.request.Request(self.url, body, self.headers, method="POST")
+        parts = urllib.parse.urlsplit(self.url)
+        opened = HTTPSConnection if parts.scheme == "https" else HTTPConnection
+        conn = opened(parts.hostname, parts.port, timeout=self.timeout)
+        shut = threading.Event()  # set once the deadline has shut the connection
+        late = threading.Timer(self.timeout, _shut, (conn, shut))
+        late.start()
         try:
-            with _OPEN(request, timeout=self.timeout) as response:
-                response.read(64 << 10)  # the collector's answer: success says nothing
-        except urllib.error.HTTPError as e:
-            with e:
-                said = e.read(4 << 10).decode("utf-8", "replace")
-            said = " ".join(said.split())[:SAID]
-            self.report(f"{self.url} refused {count} spans: HTTP {e.code}"
-                        + (f" ({said})" if said else ""))
+            where = parts.path + (f"?{parts.query}" if parts.query else "")
+            conn.request("POST", where, body, self.headers)
+            response = conn.getresponse()
+            said = response.read(4 << 10)  # the collector's answer: success says nothing
+            if not 200 <= response.status < 300:
+                said = " ".join(said.decode("utf-8", "replace").split())[:SAID]
+                self.report(f"{self.url} refused {count} spans: HTTP {response.status}"
+                            + (f" ({said})" if said else ""))
         except (OSError, HTTPException) as e:  # nobody there, a timeout, a hang-up
-            reason = getattr(e, "reason", e)
-            self.report(f"could not send {count} spans to {self.url}: "
-                        f"{type(reason).__name__}: {reason}")
+            why = f"{type(e).__name__}: {e}"
+            if shut.is_set():  # the deadline shut it
+                why = f"TimeoutError: no whole answer within timeout={self.timeout:g}s"
+            self.report(f"could not send {count} spans to {self.url}: {why}")
+        finally:
+            late.cancel()
+            conn.close()
+
+
+def _shut(conn, shut: threading.Event) -> None:
+    """Shut a connection from another thread, so a read blocked on it returns now."""
+    shut.set()
+    sock = conn.sock
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:  # already closed
+            pass
 
 
 def _traces_url(url: str) -> str:

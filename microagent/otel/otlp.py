@@ -36,8 +36,11 @@ def span_json(span: Span) -> dict:
     out.update(flags=span.flags | HAS_IS_REMOTE | (IS_REMOTE if span.remote else 0),
                name=span.name, kind=KIND[span.kind],
                startTimeUnixNano=str(span.start), endTimeUnixNano=str(span.end))
-    if span.attributes:
-        out["attributes"] = attributes(span.attributes)
+    # a failed span names what failed as error.type too, as the GenAI conventions ask
+    named = span.attributes if span.error is None else {**span.attributes,
+                                                          "error.type": span.error}
+    if named:
+        out["attributes"] = attributes(named)
     if span.error is not None:
         out["status"] = {"message": span.error, "code": ERROR}
     return out
