@@ -354,6 +354,102 @@ def test_on_postgresql_the_audit_trail_is_append_only_and_the_password_is_never_
     assert TOKEN not in "".join(said) and password not in "".join(said)
 
 
+# the ledger's connection dies the first time a receipt is read: a real backend of the real server,
+# terminated by itself (the sequence is not transactional, so it happens once, whatever rolls back)
+DROP_ONCE = """
+CREATE TABLE refunds (n BIGSERIAL PRIMARY KEY, call TEXT NOT NULL UNIQUE, order_id TEXT,
+                      amount DOUBLE PRECISION);
+CREATE SEQUENCE drops;
+CREATE FUNCTION drop_once() RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+  IF nextval('drops') = 1 THEN PERFORM pg_terminate_backend(pg_backend_pid()); END IF;
+  RETURN true;
+END $$;
+ALTER TABLE refunds ENABLE ROW LEVEL SECURITY;
+ALTER TABLE refunds FORCE ROW LEVEL SECURITY;
+CREATE POLICY booking ON refunds FOR INSERT WITH CHECK (true);
+CREATE POLICY reading ON refunds FOR SELECT USING (drop_once());
+"""
+
+
+def test_a_refund_booked_as_the_database_connection_drops_is_never_told_failed_and_is_paid_once(on_postgres,
+                                                                                               postgres):
+    # the defect: the booking and its receipt ran on two connections; the booking was written, the
+    # receipt's read died with the connection, the customer was told "Sorry", asked again, and the
+    # second approval paid $79 again
+    import psycopg
+
+    name = postgres.rsplit("/", 1)[1]
+    clerk = postgres.replace(postgres.split("//")[1].split("@")[0], f"clerk_{name}:clerk-pass")
+    with psycopg.connect(postgres, autocommit=True) as db:  # a superuser passes row security by; a clerk can't
+        db.execute(f"CREATE ROLE clerk_{name} LOGIN PASSWORD 'clerk-pass'")
+        db.execute(f"ALTER DATABASE {name} OWNER TO clerk_{name}")
+    with psycopg.connect(clerk, autocommit=True) as db:
+        db.execute(DROP_ONCE)
+    on_postgres.db = clerk
+    proc, port = on_postgres.start(lease=1)
+    sid = call(port, "POST", "/sessions")[2]["id"]
+    token = call(port, "POST", f"/sessions/{sid}/messages", QUESTION)[2][-1][1]["approval_token"]
+    status, _, stream = call(port, "POST", f"/sessions/{sid}/approvals", {"approval_token": token, "approve": True})
+    assert status == 200 and [e for e, _ in stream] == ["error"]
+    assert "whether it was booked is not known yet" in stream[0][1]["error"]
+    assert "resume this session" in stream[0][1]["error"]
+    assert on_postgres.refunds() == []  # the booking and its receipt were one transaction: neither stands
+    assert notebook(port, sid).last().kind == "verdict"  # nothing was written as a failure
+    status, stream = resume_when_free(port, sid)
+    assert status == 200 and [e for e, _ in stream] == ["result", "result", "done"]
+    assert stream[0][1]["content"] == "$79 refunded to the original card (receipt R2)"  # R1 was rolled back
+    assert [r[1:] for r in on_postgres.refunds()] == [("A1234", 79)]
+
+
+@pytest.fixture
+def own_cluster():
+    """A PostgreSQL server of this test's own, which it may halt and start again."""
+    import postgres_cluster
+
+    reason = postgres_cluster.why_not()
+    if reason:
+        (pytest.fail if os.environ.get("MICROAGENT_POSTGRES") == "required" else pytest.skip)(reason)
+    cluster = postgres_cluster.Cluster()
+    yield cluster
+    cluster.stop()
+
+
+def test_a_run_cut_by_a_database_outage_ends_with_an_event_that_says_so_and_goes_on_after_it(tmp_path,
+                                                                                             own_cluster):
+    # the defect (19): the stream just ended, with no last event; and (18) a request in the outage waited
+    # for the pool, and after the server came back each new request waited out its reconnect back-off
+    servers = Servers(tmp_path, own_cluster.database("office"))
+    try:
+        proc, port = servers.start(lease=1)
+        sid = call(port, "POST", "/sessions")[2]["id"]
+        servers.gate("block-before-check_policy")
+        thread, out = in_background(call, port, "POST", f"/sessions/{sid}/messages", QUESTION)
+        servers.wait_for("entered-check_policy")
+        own_cluster.halt()  # the database goes down while a tool runs
+        servers.gate("release")
+        thread.join(60)
+        status, _, stream = out[0]
+        assert status == 200 and [e for e, _ in stream] == ["result", "error"]
+        assert stream[-1][1]["error"].startswith("the run stopped: the server failed (")
+        assert "resume the session later" in stream[-1][1]["error"]
+        servers.gate("release", on=False)
+        servers.gate("block-before-check_policy", on=False)
+        for _ in range(5):  # an outage of about 10 s; a request in it is answered at once, and says so
+            status, _, answer = request(port, "GET", f"/sessions/{sid}", TOKEN, timeout=5)
+            assert status == 500 and answer == {"error": "the server failed; the details went to its log"}
+            time.sleep(2)
+        own_cluster.start()
+        # the first request after the database is back is served at once: no dead connection lent, no
+        # back-off waited out (5 s is dozens of times what it takes on a busy machine)
+        status, _, answer = request(port, "GET", f"/sessions/{sid}", TOKEN, timeout=5)
+        assert status == 200 and answer["notebook"]["messages"][-1].get("name") == "look_up_order"
+        status, stream = resume_when_free(port, sid)  # the step that met the outage runs again
+        assert status == 200 and [e for e, _ in stream] == ["result", "approval_required"]
+    finally:
+        servers.close()
+
+
 def test_the_password_may_come_from_pgpassword_and_a_wrong_one_stops_the_host_at_start(tmp_path, postgres):
     password = postgres.split(":")[2].split("@")[0]
     bare = postgres.replace(f":{password}@", "@")  # postgresql://postgres@127.0.0.1:PORT/test_N

@@ -311,7 +311,7 @@ def test_a_database_made_by_an_older_host_is_refused_with_a_message_that_says_so
 
 
 def test_the_sqlite_host_needs_no_psycopg_and_a_url_without_it_says_what_to_install(tmp_path):
-    blocked = "import sys; sys.modules['psycopg'] = sys.modules['psycopg_pool'] = None  # not installed\n"
+    blocked = "import sys; sys.modules['psycopg'] = None  # not installed\n"
     sqlite = blocked + "from microagent.host.server import Server, refund_office\n" \
                        "Server(refund_office, 'host.db', {'alice': 'a token of 16 or more'}, b's' * 32).server_close(); print('served')"
     done = subprocess.run([sys.executable, "-c", sqlite], cwd=tmp_path, capture_output=True, text=True, timeout=60)
@@ -320,5 +320,5 @@ def test_the_sqlite_host_needs_no_psycopg_and_a_url_without_it_says_what_to_inst
     done = subprocess.run([sys.executable, "-c", url, "--db", "postgresql://office:secret@127.0.0.1:1/office",
                            "--port", "0"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and done.stderr == (
-        "python -m microagent.host: a postgresql:// database needs psycopg 3 and its pool: "
-        "pip install 'microagent[postgres]'\n")
+        "python -m microagent.host: a postgresql:// database needs psycopg 3: "
+        "pip install '.[postgres]' (in microagent's folder)\n")

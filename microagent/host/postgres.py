@@ -2,11 +2,11 @@
 
     python -m microagent.host --db postgresql://office@127.0.0.1:5432/office
 
-store.py picks this for a postgresql:// URL. It needs psycopg 3 and its pool
-(`pip install 'microagent[postgres]'`), which nothing else imports, so neither
-the book nor the sqlite host ever needs them. The statements are store.py's,
-the same for both databases (`?` becomes psycopg's `%s`); what differs is here:
-the schema, and a pool of connections instead of one shared.
+store.py picks this for a postgresql:// URL. It needs psycopg 3
+(`pip install '.[postgres]'`), which nothing else imports, so neither the book
+nor the sqlite host ever needs it. The statements are store.py's, the same for
+both databases (`?` becomes psycopg's `%s`); what differs is here: the schema,
+and a few connections kept open and taken in turn instead of one shared.
 
 The porting notes, each a trap:
 
@@ -20,23 +20,27 @@ The porting notes, each a trap:
   escapes it in the audit trail.
 - Two processes creating the tables at once collide in the catalog, so the schema
   is made under an advisory lock.
+- A connection kept open does not know the server restarted until it is used, and
+  a pool that refills itself with a back-off kept serving requests 6 to 15 s after
+  the server was back. So a kept connection is looked at before it is lent (an idle
+  one with something to read has been hung up on) and a new one is made at once.
 
-What it leaves out: tables owned by a role other than the host's (the host's role
-could drop its own triggers), TLS (libpq reads sslmode from the URL), and retrying
-a statement when the server restarts (the pool replaces a broken connection; the
-request that met it gets a 500).
+What it leaves out: TLS (libpq reads sslmode from the URL), and retrying a
+statement that met the server going down (the request that met it fails, and
+says so; the next one gets a new connection).
 """
 
 import contextlib
+import select
+import threading
 
 from microagent.host.store import shown
 
 try:
     import psycopg
-    import psycopg_pool
 except ImportError:  # the host says what to install, not a traceback
-    raise ImportError("a postgresql:// database needs psycopg 3 and its pool: "
-                      "pip install 'microagent[postgres]'") from None
+    raise ImportError("a postgresql:// database needs psycopg 3: "
+                      "pip install '.[postgres]' (in microagent's folder)") from None
 
 SCHEMA = """
 SELECT pg_advisory_xact_lock(21021);  -- one process at a time makes the tables
@@ -62,19 +66,14 @@ CREATE OR REPLACE TRIGGER audit_no_truncate BEFORE TRUNCATE ON audit
 
 
 class Postgres:
-    """A PostgreSQL database: a pool of connections, each statement its own transaction
-    unless several are run as one (`transaction`)."""
+    """A PostgreSQL database: up to `size` connections at once, kept open and taken in
+    turn; each statement its own transaction unless several are run as one (`transaction`)."""
 
     serial = "BIGSERIAL PRIMARY KEY"  # a key the database numbers
 
     def __init__(self, url: str, size: int = 8):
-        # one connection first, so a wrong URL or password fails here with the server's reason
-        try:
-            psycopg.connect(url, connect_timeout=10).close()
-        except psycopg.Error as e:
-            raise ConnectionError(f"could not open the database {shown(url)}: {e}") from None
-        self.pool = psycopg_pool.ConnectionPool(url, min_size=1, max_size=size, open=True,
-                                                kwargs={"autocommit": True})
+        self.url, self.lock, self.slots = url, threading.Lock(), threading.Semaphore(size)
+        self.idle = [self._connect()]  # a wrong URL or password fails here, with its reason
 
     def schema(self) -> None:
         with self.transaction() as run:
@@ -82,17 +81,58 @@ class Postgres:
 
     def run(self, sql: str, args: tuple | None = ()) -> tuple[list[tuple], int]:
         """The rows a statement gives, and how many it changed."""
-        with self.pool.connection() as conn:
+        with self.connection() as conn:
             return _run(conn, sql, args)
 
     @contextlib.contextmanager
     def transaction(self):
         """Yields run(sql, args); the statements are written together, or not at all."""
-        with self.pool.connection() as conn, conn.transaction():
+        with self.connection() as conn, conn.transaction():
             yield lambda sql, args=(): _run(conn, sql, args)
 
+    @contextlib.contextmanager
+    def connection(self):
+        """A connection alive a moment ago: a kept one, or a new one; kept again after."""
+        with self.slots:
+            conn = self._kept() or self._connect()
+            try:
+                yield conn
+            finally:
+                if conn.broken or conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                    conn.close()
+                if not conn.closed:
+                    with self.lock:
+                        self.idle.append(conn)
+
+    def _kept(self):
+        while True:
+            with self.lock:
+                conn = self.idle.pop() if self.idle else None
+            if conn is None or _alive(conn):
+                return conn
+            conn.close()  # the server hung up on it (a restart, an idle timeout)
+
+    def _connect(self):
+        try:
+            return psycopg.connect(self.url, autocommit=True, connect_timeout=10)
+        except psycopg.Error as e:
+            raise ConnectionError(f"could not open the database {shown(self.url)}: {e}") from None
+
     def close(self) -> None:
-        self.pool.close()
+        with self.lock:
+            idle, self.idle = self.idle, []
+        for conn in idle:
+            conn.close()
+
+
+def _alive(conn) -> bool:
+    """An idle connection has nothing to read: if it has, the server has hung up on it."""
+    if conn.closed or conn.broken:
+        return False
+    try:
+        return not select.select([conn.fileno()], [], [], 0)[0]
+    except (OSError, ValueError):  # its socket is gone
+        return False
 
 
 def _run(conn, sql: str, args: tuple | None) -> tuple[list[tuple], int]:

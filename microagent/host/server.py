@@ -67,6 +67,15 @@ class ClientGone(Exception):
     client has gone, or another run took the session. The brain stops mid-reply."""
 
 
+class Unsettled(BaseException):
+    """The ledger failed mid-booking, so whether the refund was booked is not known.
+
+    subtle: not an Exception, which Tool.run would make an error note saying the refund
+    failed, and the brain would tell the customer so (they ask again, and are paid twice).
+    It stops the run instead: the verdict stays in the notebook, to be carried out by a
+    resume, which books it once (a booking is keyed by its call)."""
+
+
 def thinking(piece: str) -> None:
     """Send a piece of the brain's words to the client being served, as a `thinking` event.
 
@@ -111,13 +120,23 @@ class Stream:
                 self.h.send(200, {"Content-Type": "text/event-stream", **API_HEADERS})
             except OSError:  # gone already (a reset): a verdict saved is still carried out
                 self.cancel.set()
-            if ctx.last().kind == "verdict":
-                ctx = self.settle(ctx)
-            if ctx is not None:
-                self.drive(ctx)
+            try:
+                if ctx.last().kind == "verdict":
+                    ctx = self.settle(ctx)
+                if ctx is not None:
+                    self.drive(ctx)
+            except Unsettled:
+                self.server.log(f"{self.sid}: the ledger failed mid-booking; resume settles it")
+                self.event("error", {"error": UNSETTLED})
+            except Exception as e:  # the database failed mid-run (or a bug): say so, in words
+                self.event("error", {"error": f"the run stopped: the server failed "
+                                              f"({type(e).__name__}); every step it had "
+                                              "shown you is kept: resume the session later"})
+                raise  # to the log
         finally:
-            if self.held:  # a failure on the way (a bug): let the session go, every step kept
-                self.commit(self.ctx)
+            if self.held:  # a failure on the way: let the session go, every step kept
+                with contextlib.suppress(Exception):  # the database may be down: the lease ends
+                    self.commit(self.ctx)
 
     def settle(self, ctx: Context) -> Context | None:
         """Carry out the verdict the notebook ends with, under its decision's identity."""
@@ -235,6 +254,11 @@ class Stream:
             return True
         except OSError:
             return False
+
+
+UNSETTLED = ("the refund was being booked when the ledger's database failed, so whether it "
+             "was booked is not known yet; nothing is lost, and it is not paid twice: resume "
+             "this session once the database is back, and it is booked exactly once")
 
 
 def result_of(ctx: Context) -> dict:
@@ -743,10 +767,16 @@ def ledger_refund(db: str) -> Tool:
                                "to the tool call's identity (the host sets it around each step)")
         if problem := refund_problem(amount):  # -500, or $0.001: nothing is booked
             return error_note("issue_refund", problem)
-        # keyed by the tool call, so a call run again after a crash hands back its first receipt
-        ledger.run("INSERT INTO refunds (call, order_id, amount) VALUES (?, ?, ?) "
-                   "ON CONFLICT (call) DO NOTHING", (call, order_id, float(amount)))
-        [(n, paid)] = ledger.run("SELECT n, amount FROM refunds WHERE call = ?", (call,))[0]
+        if float(amount) != amount:  # 10**30 would be booked as 1000000000000000019884624838656
+            return error_note("issue_refund", f"{amount} is more than the ledger can book "
+                                              "exactly: refund it in parts")
+        try:  # keyed by the tool call, so a call run again hands back its first receipt
+            with ledger.transaction() as run:  # the booking and its receipt, as one
+                run("INSERT INTO refunds (call, order_id, amount) VALUES (?, ?, ?) "
+                    "ON CONFLICT (call) DO NOTHING", (call, order_id, float(amount)))
+                [(n, paid)] = run("SELECT n, amount FROM refunds WHERE call = ?", (call,))[0]
+        except Exception as e:  # the connection dropped, or the commit went unanswered
+            raise Unsettled(f"{type(e).__name__}") from e
         return f"{dollars(paid)} refunded to the original card (receipt R{n})"
     return issue_refund
 
@@ -810,7 +840,7 @@ def main(argv: list[str] | None = None) -> None:
                                 description=__doc__.splitlines()[0])
     p.add_argument("--db", default="microagent-host.db",
                    help="sessions, audit trail, refunds: a sqlite file, or a postgresql:// URL "
-                        "(pip install 'microagent[postgres]'; the password best in $PGPASSWORD)")
+                        "(pip install '.[postgres]'; the password best in $PGPASSWORD)")
     p.add_argument("--users", default="microagent-users.json",
                    help='JSON: user name -> {"token": ..., "roles": ["asks", "approves"]}')
     p.add_argument("--approve-own", action="store_true",

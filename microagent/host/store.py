@@ -7,7 +7,7 @@ queue), `take` one of a user's runs from their budget (the rate limit), and
 append to the `audit` trail. Two databases sit behind it: a sqlite file, the default and the
 standard library only; or a PostgreSQL server, given as a `postgresql://` URL,
 for several host processes on one database (postgres.py beside this file; it
-needs psycopg 3: `pip install 'microagent[postgres]'`). The statements are the
+needs psycopg 3: `pip install '.[postgres]'`). The statements are the
 same for both.
 
 Written in pen, as the notebook is. A session's notes are rows of `notes`, one
