@@ -254,32 +254,77 @@ def encoded(body: dict) -> bytes:
 def to_action(message: dict, tools: Mapping[str, Tool], native: bool = True) -> Action:
     """The model's reply message as the next move: its first tool call, or its words.
 
+    Words sent as parts ([{"type": "text", "text": ...}, ...]) are joined; a part that
+    is not text (an image, audio) is not read. A reply of any other shape is no move,
+    whose reasoning says what was wrong, for the model to read.
+
     >>> from microagent.tool import final_answer
     >>> tools = {"final_answer": final_answer}
     >>> two = [{"function": {"name": "add", "arguments": '{"a": 2}'}},
     ...        {"function": {"name": "pay", "arguments": '{"amount": 9}'}}]
     >>> to_action({"content": None, "tool_calls": two}, tools)
     Action(tool='add', args='{"a": 2}', reasoning='')
-    >>> to_action({"content": "It is 5."}, tools)
+    >>> to_action({"content": [{"type": "text", "text": "It is 5."}]}, tools)
     Action(tool='final_answer', args='{"answer": "It is 5."}', reasoning='')
     >>> to_action({"content": ""}, tools).reasoning
     'your reply was empty: call one of the tools, or answer in words'
+    >>> to_action({"tool_calls": [None]}, tools).reasoning[:46]
+    'your tool call could not be read (it was null)'
     """
     tools = _by_name(tools)
-    text = message.get("content")
-    text = text if isinstance(text, str) else ""
+    expected = "call one of the tools, or answer in words" if native else MOVE
+    if not isinstance(message, dict):  # the server's reader let something odd through
+        return Action(None, reasoning=f"your reply could not be read (it was "
+                                      f"{_kind(message)}, not a message): {expected}")
+    text, unread = _text(message.get("content"))
+    calls = message.get("tool_calls") if native else None
+    if unread and not (text.strip() or calls):  # nothing else to go on: say why
+        return Action(None, reasoning=f"your reply held no words ({unread}): {expected}")
     if not native:
         return read_move(text, tools)
-    calls = message.get("tool_calls") or []
     if not calls:
-        return _in_words(text, tools, "call one of the tools, or answer in words")
-    fn = calls[0].get("function") or {}
-    if not (isinstance(fn.get("name"), str) and fn["name"]):
+        return _in_words(text, tools, expected)
+    return _first_call(calls, tools, text.strip())
+
+
+def _first_call(calls, tools: Mapping[str, Tool], why: str) -> Action:
+    """The first of a reply's tool calls as the move, or no move saying what was wrong."""
+    call = calls[0] if isinstance(calls, list) else None
+    fn = call.get("function") if isinstance(call, dict) else None
+    name = fn.get("name") if isinstance(fn, dict) else None
+    if isinstance(name, str) and name:
+        # the arguments stay the raw text: broken JSON is for the loop to turn into an
+        # error note the model reads, not for us to mend
+        return Action(name, _json_text(fn.get("arguments") or "{}"), why)
+    if isinstance(fn, dict):
         return Action(None, reasoning=f"your tool call named no tool: call one of "
                                       f"{', '.join(tools)} by its name")
-    # the arguments stay the raw text: broken JSON is for the loop to turn into an
-    # error note the model reads, not for us to mend
-    return Action(fn["name"], _json_text(fn.get("arguments") or "{}"), text.strip())
+    if not isinstance(calls, list):
+        what = f"the calls came as {_kind(calls)}, not a list"
+    elif not isinstance(call, dict):
+        what = f"it was {_kind(call)}"
+    else:
+        what = f"its function was {_kind(fn)}, not an object with a name and arguments"
+    return Action(None, reasoning=f"your tool call could not be read ({what}): call one "
+                                  f"of {', '.join(tools)} by its name")
+
+
+def _text(content) -> tuple[str, str]:
+    """A reply's words, its text parts joined; and, for a reply with none, why not.
+
+    >>> _text([{"type": "text", "text": "It is "}, {"type": "text", "text": "5."}])
+    ('It is 5.', '')
+    >>> _text([{"type": "image_url", "image_url": {"url": "..."}}])
+    ('', 'no part of its content is text')
+    """
+    if content is None or isinstance(content, str):
+        return content or "", ""
+    if not isinstance(content, list):
+        return "", f"its content was {_kind(content)}, not text"
+    words = [p["text"] for p in content
+             if isinstance(p, dict) and isinstance(p.get("text"), str)]
+    unread = "" if words or not content else "no part of its content is text"
+    return "".join(words), unread
 
 
 def read_move(text: str, tools: Mapping[str, Tool]) -> Action:
@@ -352,6 +397,15 @@ def _words(note) -> str:
 def _start(text: str, limit: int = 60) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _kind(value) -> str:
+    """What kind of JSON value this is, in words: for a reply of the wrong shape."""
+    return _KINDS.get(type(value), type(value).__name__)
+
+
+_KINDS = {type(None): "null", bool: "true or false", int: "a number", float: "a number",
+          str: "text", list: "a list", dict: "an object"}
 
 
 def _compact(value) -> str:

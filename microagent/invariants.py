@@ -7,6 +7,8 @@ sound notebook keeps these rules, read off each note's kind:
 
 - at most one system note, and only as the very first note
 - a run begins with a question: the first note after the system note is one
+- every decision carries its arguments, as JSON text ("{}" for none), as the
+  loop writes them: what is approved and run is read from there
 - every decision is answered by exactly one result from the tool it called,
   right after it (or right after the verdict on it); nothing else comes
   between, not a remark, a no_move or another question
@@ -71,6 +73,9 @@ def _broken(notes: tuple[Message, ...], i: int) -> str | None:
     first = 1 if notes[0].kind == "system" else 0
     if i == first and m.kind != "question":
         return "a run begins with a question, a user note with no tool"
+    if m.kind == "decision" and m.args is None:
+        return ('a decision carries its arguments as JSON text: give it "args": "{}" '
+                "if the call takes none")
     if m.kind == "decision" and not _answered(notes[i + 1:i + 3]):
         return (f"a decision must be answered right after it, by a result from {m.tool} "
                 "(a verdict may sit between)")

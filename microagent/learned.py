@@ -178,6 +178,8 @@ def forward(net: Net, x: list[float]) -> tuple[list[float], list[float]]:
 
 def loss(net: Net, data: list[tuple[list[str], str]]) -> float:
     """How surprised the network is by the teacher's moves, on average (0: not a bit)."""
+    if not data:  # (train's first pass ends here too)
+        raise ValueError("no pairs to learn from or to score: pairs(notebook) gives some")
     # the probability it gives the teacher's tool, pair by pair (it may round to 0.0)
     p = [forward(net, encode(net, on))[1][net.outputs.index(tool)] for on, tool in data]
     return -sum(math.log(max(pk, 1e-300)) for pk in p) / len(p)
@@ -284,5 +286,7 @@ def right(case: Case, ctx: Context) -> bool:
 
 def success_rate(policy, held_out: list[Case]) -> float:
     """The share of customers a brain serves right."""
+    if not held_out:
+        raise ValueError("no customers to serve: cases(n, seed) makes n of them")
     return sum(right(case, case.office(policy).run(case.question))
                for case in held_out) / len(held_out)

@@ -45,9 +45,14 @@ def to_json(ctx: Context) -> str:
 
 
 def from_json(text: str | bytes) -> Context:
-    """Load a saved notebook; anything malformed is a ValueError that says where."""
+    """Load a saved notebook; anything malformed is a ValueError that says where.
+
+    A byte order mark before the JSON (some editors start a UTF-8 file with one) is
+    skipped, in text or in bytes.
+    """
     try:
-        data = read_json(text.decode() if isinstance(text, bytes) else text)
+        text = text.decode() if isinstance(text, bytes) else text
+        data = read_json(text.removeprefix("\ufeff") if isinstance(text, str) else text)
         if not (isinstance(data, dict) and data.get("format") == FORMAT
                 and isinstance(data.get("messages"), list)):
             raise ValueError(f'expected {{"format": "{FORMAT}", "messages": [...]}}')

@@ -301,6 +301,77 @@ def test_a_reply_with_no_move_is_no_action_whose_reasoning_says_what_was_wrong(r
     assert to_action(reply, TOOLS) == Action(None, reasoning=problem)
 
 
+UNREADABLE = "your tool call could not be read ({}): call one of add, final_answer by its name"
+NO_WORDS = "your reply held no words ({}): call one of the tools, or answer in words"
+
+
+@pytest.mark.parametrize("reply, problem", [
+    ({"tool_calls": [None]}, UNREADABLE.format("it was null")),
+    ({"tool_calls": [None, {"function": {"name": "add", "arguments": "{}"}}]},
+     UNREADABLE.format("it was null")),  # the first call is the move, and it can't be read
+    ({"tool_calls": "add"}, UNREADABLE.format("the calls came as text, not a list")),
+    ({"tool_calls": {"function": {"name": "add", "arguments": "{}"}}},
+     UNREADABLE.format("the calls came as an object, not a list")),
+    ({"tool_calls": [["add", "{}"]]}, UNREADABLE.format("it was a list")),
+    ({"tool_calls": [{"function": "add"}]},
+     UNREADABLE.format("its function was text, not an object with a name and arguments")),
+    ({"tool_calls": [{"function": ["add", "{}"]}]},
+     UNREADABLE.format("its function was a list, not an object with a name and arguments")),
+    ({"tool_calls": [{"id": "call_1"}]},
+     UNREADABLE.format("its function was null, not an object with a name and arguments")),
+    ({"content": 5}, NO_WORDS.format("its content was a number, not text")),
+    ({"content": {"text": "It is 5."}}, NO_WORDS.format("its content was an object, not text")),
+    ({"content": [{"type": "image_url", "image_url": {"url": "http://127.0.0.1/receipt.png"}}]},
+     NO_WORDS.format("no part of its content is text")),
+    (["It is 5."], "your reply could not be read (it was a list, not a message): "
+                   "call one of the tools, or answer in words"),
+    (None, "your reply could not be read (it was null, not a message): "
+           "call one of the tools, or answer in words"),
+])
+def test_a_reply_of_the_wrong_shape_is_no_move_whose_reasoning_says_what_was_wrong(reply, problem):
+    assert to_action(reply, TOOLS) == Action(None, reasoning=problem)
+
+
+def test_a_reply_of_the_wrong_shape_becomes_a_no_move_note_the_model_reads_next_turn():
+    brain = scripted(to_action({"tool_calls": [None]}, TOOLS), Action("final_answer", {"answer": "5"}))
+    ctx = Agent(brain, list(TOOLS.values())).run("2 + 3?")
+    # question, no_move, decision (final_answer), result
+    assert [m.kind for m in ctx] == ["question", "no_move", "decision", "result"]
+    assert to_messages(ctx)[1] == {"role": "user", "content": "error: " + UNREADABLE.format("it was null")}
+
+
+def test_words_sent_as_parts_are_joined_and_a_part_that_is_not_text_is_not_read():
+    assert to_action({"content": [{"type": "text", "text": "It is 5."}]}, TOOLS) == \
+        Action("final_answer", {"answer": "It is 5."})
+    parts = [{"type": "text", "text": "It is "}, {"type": "image_url", "image_url": {"url": "http://127.0.0.1/x.png"}},
+             {"type": "text", "text": "5."}]
+    assert to_action({"content": parts}, TOOLS) == Action("final_answer", {"answer": "It is 5."})
+    call = {"function": {"name": "add", "arguments": '{"a": 2, "b": 3}'}}
+    assert to_action({"content": [{"type": "text", "text": "Let me add."}], "tool_calls": [call]}, TOOLS) == \
+        Action("add", {"a": 2, "b": 3}, "Let me add.")
+    move = '{"tool": "add", "args": {"a": 2, "b": 3}, "reasoning": "sum"}'
+    assert to_action({"content": [{"type": "text", "text": move}]}, TOOLS, native=False) == \
+        Action("add", {"a": 2, "b": 3}, "sum")
+    assert to_action({"content": [{"type": "text", "text": " "}]}, TOOLS).reasoning == \
+        "your reply was empty: call one of the tools, or answer in words"
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8)
+    | st.sampled_from(["add", "final_answer", "text", '{"a": 1, "b": 2}']),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.sampled_from(["content", "tool_calls", "function", "name", "arguments", "type", "text", "tool",
+                         "args"]) | st.text(max_size=3), inner, max_size=4),
+    max_leaves=12)
+
+
+@given(reply=JSON, native=st.booleans())
+def test_any_json_reply_whatever_its_shape_is_one_action_and_a_no_move_says_why(reply, native):
+    action = to_action(reply, TOOLS, native)
+    assert isinstance(action, Action)
+    assert action.tool is not None or action.reasoning.startswith(("your ", "you "))
+
+
 def test_words_with_no_answer_tool_are_no_move_that_quotes_them():
     assert to_action({"content": "It is 5, I think, but let me say much more about it than is needed here."},
                      {"add": add}) == Action(None, reasoning=(

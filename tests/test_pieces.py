@@ -114,6 +114,18 @@ def test_saving_keeps_unicode_readable():
     assert "注文" in to_json(ctx) and from_json(to_json(ctx)) == ctx
 
 
+def test_a_saved_file_that_an_editor_began_with_a_byte_order_mark_loads_as_it_was(tmp_path):
+    ctx = Context().add(Message(USER, "refund A1234?"))
+    path = tmp_path / "notebook.json"
+    path.write_text(to_json(ctx), encoding="utf-8-sig")  # as Notepad saves "UTF-8 with BOM"
+    assert path.read_bytes().startswith(b"\xef\xbb\xbf")
+    assert from_json(path.read_bytes()) == ctx
+    assert from_json(path.read_text(encoding="utf-8")) == ctx  # the mark read as the text's first character
+    # only the mark is skipped: a second one, or one inside, is not JSON
+    with pytest.raises(ValueError, match="not a saved Context: the text is not valid JSON"):
+        from_json("\ufeff\ufeff" + to_json(ctx))
+
+
 FORMAT = '{"format": "microagent.context/1", "messages": '
 
 
