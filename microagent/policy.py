@@ -1,22 +1,17 @@
-"""A Policy is the brain: it reads the notebook and picks the next move.
+"""A Policy is the brain: it reads the notebook and picks the next move, an Action.
 
-A move is an Action: which tool to call, with which arguments, and a short note
-on why. A policy is any callable `(context, tools) -> Action`, where `tools` is
-the agent's coworkers by name (read-only: a brain can't change the agent). So a
-plain function is a brain, and so is a language model behind an HTTP call.
-Swap the brain, keep the body: the agent, its tools and its notebook stay the same.
+A policy is any callable `(context, tools) -> Action`, where `tools` is the agent's
+coworkers by name, read-only. So a plain function is a brain, and so is a language
+model (microagent.llm); a script and a replay are in microagent.script. Swap the
+brain, keep the body. A brain that can't decide returns an Action naming no tool,
+its reasoning saying why, and the loop writes that down as a no_move note.
 
-A brain that could not make up its mind (a model whose reply was cut off, or
-held no call it could read) says so with an Action that names no tool: its
-reasoning says what was wrong, the loop writes that down as a no_move note,
-and the brain reads it on its next turn.
+Read the notebook by kind and name, never by position. Once a tool needs approval,
+a verdict note sits between a decision and its result, and `ctx[-3]` is another
+note: find the question by `m.kind == "question"`, and the last result of a tool
+as the last note with `m.kind == "result" and m.name == tool`.
 
-Brains that need no model, a script and a replay of a saved run, are built
-on top in microagent.script.
-
-What it leaves out: it does not run anything or check an Action against the
-tools (the loop does that, and turns every mismatch into a note); a language
-model as a brain lives on top, in microagent.llm.
+It does not run anything or check an Action against the tools: the loop does.
 """
 
 import json
