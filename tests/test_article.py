@@ -273,7 +273,7 @@ def test_the_articles_agent_brain_is_agent_policy_on_the_library():
     brain, tools = refund["brain"], refund["tools"]
     agent = microagent.Agent(brain, tools, max_steps=6)  # built as the article builds it: runs
     with pytest.raises(AttributeError, match="'Agent' object has no attribute 'brain'"):
-        agent.brain
+        assert agent.brain is brain  # as a reader of the article expects
     assert agent.policy is brain
     with pytest.raises(TypeError, match="unexpected keyword argument 'brain'"):
         microagent.Agent(brain=brain, tools=tools)
