@@ -114,11 +114,13 @@ def price(looked: str) -> int | None:
 
 
 def support_policy(ctx: Context, tools) -> Action:
-    """Pick the next move by reading the notebook: the question, then the latest note."""
+    """Pick the next move from notes found by kind and name: the question, the latest answer."""
     question = next(m.content for m in reversed(ctx.messages) if m.kind == "question")
     order = re.search(r"[A-Z]\d{4}", question)
     order_id = order.group() if order else "unknown"
-    last = ctx.last()
+    # the newest question or coworker's answer, found by kind: whatever note comes after
+    # it (a brain's reply that held no move, a summary) is not news about the order
+    last = next(m for m in reversed(ctx.messages) if m.kind in ("question", "result"))
     if last.kind == "question":
         return Action("look_up_order", {"order_id": order_id},
                       "let me pull up the order first")

@@ -1,4 +1,4 @@
-"""The article is the first test: its code runs as written, and the library does what it does.
+"""The article is the first test: its code runs on the library, as printed or with one line changed.
 
 Readers arrive from "Every AI agent framework hides the same 5 ideas. Here they are
 in 200 lines." (Rahul Choudhary, DEV Community, 2026-07-29). Its five code blocks,
@@ -6,13 +6,23 @@ quoted below exactly as the article prints them (it leaves out the one import th
 need, `from dataclasses import dataclass, field`), define the five pieces. Then a
 reader uses them. The same use, written the way the article writes it, must run
 against microagent and come out the same: the same notes, in the same order, saying
-the same things. Where microagent differs on purpose, notebooks/00_from_the_article.ipynb
-shows the difference and says why.
+the same things.
+
+Two places need a one-line change on the library, and each is a test here: the
+unchanged line fails as a reader would see it fail, the changed line works.
+- The article's loop calls `tool(**action.args)`; the library keeps a move's
+  arguments as JSON text, so it is `tool(**json.loads(action.args))` (the library's
+  own loop says `tool.run(action.args)`, which reads and checks them).
+- The article's brain is `agent.brain`; the library's is `agent.policy`.
+Where microagent differs on purpose, notebooks/00_from_the_article.ipynb shows the
+difference and says why; README.md and that notebook name both changes.
 """
 
 import contextlib
 import dataclasses
 import io
+import json
+import pathlib
 
 import pytest
 
@@ -215,3 +225,66 @@ def test_where_the_article_crashes_the_library_writes_a_note():
     ctx = microagent.Agent(lost, [], max_steps=2).run("hi")
     assert [m.kind for m in ctx] == ["question", "decision", "result", "decision", "result", "remark"]
     assert ctx[2].error and "there is no tool named 'look_up'" in ctx[2].content
+
+
+# --- the two places the article's code needs a one-line change on the library -------------
+
+ACT = "result = tool(**action.args)              # act"
+CHANGED = {  # the article's act line, changed in one line: either reads the JSON text
+    "json.loads": "result = tool(**json.loads(action.args))  # act",
+    "tool.run": "result = tool.run(action.args).content     # act",
+}
+
+
+def the_articles_loop_on_the_library(act: str = ACT) -> type:
+    """The article's Agent, with its act line as given, over the library's note and notebook."""
+    assert ACT in ARTICLE["Agent"]
+    names = {"json": json, "Message": microagent.Message, "Context": microagent.Context}
+    exec(compile(ARTICLE["Agent"].replace(ACT, act), "the article's loop", "exec"), names)
+    return names["Agent"]
+
+
+def test_the_articles_loop_as_printed_stops_at_its_act_line_on_the_library():
+    # the library's Action keeps its arguments as JSON text (a dict would make it mutable)
+    pieces = {**the_librarys_pieces(), "Agent": the_articles_loop_on_the_library()}
+    with pytest.raises(TypeError, match=r"argument after \*\* must be a mapping, not str"):
+        run_refund(pieces)
+    move = microagent.Action("look_up_order", {"order_id": "A1234"})
+    assert move.args == '{"order_id": "A1234"}'
+
+
+@pytest.mark.parametrize("change", CHANGED)
+def test_the_articles_loop_with_its_act_line_changed_runs_on_the_library(change):
+    theirs = run_refund(the_articles_pieces())["ctx"]
+    ours = run_refund({**the_librarys_pieces(), "Agent": the_articles_loop_on_the_library(CHANGED[change])})["ctx"]
+    # user, assistant, tool, assistant, tool, assistant, tool, assistant, tool: the article's notes
+    assert [(m.role, m.content, m.name) for m in ours] == [(m.role, m.content, m.name) for m in theirs.messages]
+    assert len(ours) == 9 and ours.last().content.startswith("Good news, A1234 qualifies")
+
+
+def test_the_librarys_act_line_reads_the_json_text_and_hands_back_the_whole_note():
+    tools = run_refund(the_librarys_pieces())["tools"]
+    assert tools[0].run('{"order_id": "A1234"}') == microagent.Message(
+        "tool", "A1234, Wireless Headphones, $79, delivered, reported defective", "look_up_order")
+
+
+def test_the_articles_agent_brain_is_agent_policy_on_the_library():
+    refund = run_refund(the_librarys_pieces())
+    brain, tools = refund["brain"], refund["tools"]
+    agent = microagent.Agent(brain, tools, max_steps=6)  # built as the article builds it: runs
+    with pytest.raises(AttributeError, match="'Agent' object has no attribute 'brain'"):
+        assert agent.brain is brain  # as a reader of the article expects
+    assert agent.policy is brain
+    with pytest.raises(TypeError, match="unexpected keyword argument 'brain'"):
+        microagent.Agent(brain=brain, tools=tools)
+    assert microagent.Agent(policy=brain, tools=tools).policy is brain
+
+
+def test_the_readme_and_notebook_00_name_both_changes():
+    root = pathlib.Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text()
+    cells = json.loads((root / "notebooks" / "00_from_the_article.ipynb").read_text())["cells"]
+    notebook = "".join("".join(c["source"]) for c in cells)
+    for text in (readme, notebook):
+        assert "tool(**action.args)" in text and "json.loads(action.args)" in text
+        assert "agent.brain" in text and "agent.policy" in text

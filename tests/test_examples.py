@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from microagent import DONE, PAUSED, Agent
+from microagent import ASSISTANT, DONE, PAUSED, Agent, Context, Message
 from microagent.approval import approve, deny, waiting
 from microagent.demo import (ORDERS, QUESTION, check_policy, issue_refund, look_up_order, price, support_agent,
                              support_policy)
@@ -190,3 +190,14 @@ def test_the_demo_brain_replies_well_after_a_refund_approved_later():
     agent = Agent(support_policy, [look_up_order, check_policy, waiting_refund, final_answer], name="support")
     ctx = agent.run(approve(agent.run(QUESTION), waiting_refund, by="alice"))
     assert ctx.last().content.startswith("Good news, A1234 qualifies.")
+
+
+def test_the_demo_brain_finds_the_latest_answer_by_kind_not_by_position():
+    # another brain's reply held no move (a model cut off), and then the rule brain takes over
+    # the notebook: it reads the policy's yes under that note, as it reads any verdict or summary
+    checked = Context(support_agent(approver=lambda name, args: False).run(QUESTION).messages[:5])
+    # user, assistant, tool, assistant, tool (eligible), and a no_move
+    stalled = checked.add(Message(ASSISTANT, "the reply was cut off", "support", error=True))
+    assert [m.kind for m in stalled][-2:] == ["result", "no_move"]
+    move = support_policy(stalled, support_agent().tools)
+    assert (move.tool, json.loads(move.args)) == ("issue_refund", {"order_id": "A1234", "amount": 79})
