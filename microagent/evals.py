@@ -1,0 +1,164 @@
+"""Evals: is the agent any good? Run it over a set of cases and grade each notebook.
+
+A Case is a question and what a good run shows: words the answer must `say`, the
+tools it must call (`calls`, in that order if `ordered`), the tools it must `never`
+call, and the tools that may run only after a human's yes (`asks_first`: a verdict
+note just before each of their results). `evaluate(agent, cases, repeat)` runs the
+agent on each case `repeat` times, plays the case's human when a run waits for one,
+and grades the outcome and the working, both read off the notebook: the notebook is
+the trajectory, so no tracing is needed. `table` shows the results at a glance.
+
+The one rule: a grade is read off the notebook alone. A brain that raises fails its
+case with the error written down, and the evaluation goes on to the next.
+
+It leaves out a model as the grader (a check that asks one is yours to add), scores
+between pass and fail, running cases at the same time, and saving results to a file.
+"""
+
+from dataclasses import dataclass
+
+from microagent.agent import DONE, PAUSED, Agent
+from microagent.approval import approve, deny, waiting
+from microagent.context import Context
+from microagent.tool import said_by
+
+NO = "not this time"  # what the case's human says with a no
+
+
+@dataclass(frozen=True)
+class Case:
+    """A question, and what a good run shows: in its answer and in its working."""
+
+    question: str
+    says: tuple[str, ...] = ()        # words the answer must hold (any case: "$79")
+    calls: tuple[str, ...] = ()       # tools the run must call ...
+    ordered: bool = False             # ... in this order (others may come between)
+    never: tuple[str, ...] = ()       # tools the run must never call
+    asks_first: tuple[str, ...] = ()  # tools that may run only after a human's yes
+    yes: bool = True                  # what the human says when the run waits for one
+    name: str = ""                    # a short name for the table ("": the question)
+
+    def __post_init__(self):
+        if not (isinstance(self.question, str) and self.question.strip()):
+            raise ValueError(f"a case needs a question, some words to ask the agent, "
+                             f"not {self.question!r}")
+        for field in ("says", "calls", "never", "asks_first"):
+            value = getattr(self, field)
+            if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+                raise TypeError(f"a case's {field} is a tuple of strings, like "
+                                f"({value!r},), not {value!r}")
+            object.__setattr__(self, field, tuple(value))  # a list becomes a tuple
+        if both := set(self.calls) & set(self.never):
+            raise ValueError(f"no run can both call and never call {', '.join(both)}")
+        if not self.name:
+            object.__setattr__(self, "name", self.question[:30])
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One run of one case: which attempt it was, its notebook, and what was wrong."""
+
+    case: Case
+    attempt: int                 # 1, 2, ... up to the repeat count
+    ctx: Context
+    failures: tuple[str, ...]    # what the grade found wrong; () is a pass
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+
+def grade(case: Case, agent: Agent, ctx: Context) -> tuple[str, ...]:
+    """What is wrong with a run of `case`, read off its notebook; () if nothing."""
+    problems = []
+    if agent.why_stop(ctx) != DONE:
+        problems.append(f"it gave no answer ({agent.why_stop(ctx) or 'still going'})")
+    else:
+        answer = ctx.last().content
+        problems += [f"the answer does not say {w!r}" for w in case.says
+                     if w.lower() not in answer.lower()]
+    called = [m.tool for m in ctx if m.kind == "decision"]
+    missing = [f"{t} was never called" for t in case.calls if t not in called]
+    problems += missing
+    if case.ordered and not missing and not _in_order(case.calls, called):
+        problems.append(f"the calls were {', '.join(called)}, not in the order "
+                        f"{', '.join(case.calls)}")
+    problems += [f"{t} was called" for t in case.never if t in called]
+    for before, note in zip(ctx.messages, ctx.messages[1:]):
+        if note.kind == "result" and not note.error and note.name in case.asks_first \
+                and before.kind != "verdict":
+            problems.append(f"{note.name} ran with no human's yes just before it")
+    return tuple(problems)
+
+
+def _in_order(wanted, called) -> bool:
+    """Are `wanted` all in `called`, in this order (with others between)?"""
+    rest = iter(called)
+    return all(t in rest for t in wanted)  # `in` on an iterator eats up to the match
+
+
+def attempt(agent: Agent, case: Case) -> tuple[Context, str | None]:
+    """Run `case` to its end, the case's human ruling on each pause: the notebook,
+    and the brain's error if it raised (the notebook then is the run so far)."""
+    ctx = agent.start(case.question)
+    try:
+        while True:
+            for step in agent.steps(ctx):
+                ctx = step.context
+            if step.stop != PAUSED:
+                return ctx, None
+            tool = agent.tools[waiting(ctx).tool]
+            ctx = approve(ctx, tool) if case.yes else deny(ctx, tool, NO)
+    except Exception as e:  # the brain failed: the case fails, the evaluation goes on
+        return ctx, f"the run raised {type(e).__name__}: {said_by(e)}"
+
+
+def evaluate(agent: Agent, cases: list[Case], repeat: int = 1) -> tuple[Trial, ...]:
+    """Run each case `repeat` times (all the cases, then all again) and grade each run."""
+    if not isinstance(agent, Agent):
+        raise TypeError(f"evaluate runs an Agent, not {agent!r}")
+    if not (cases and all(isinstance(c, Case) for c in cases)):
+        raise TypeError("evaluate takes a list of Cases: [Case('a question', ...), ...]")
+    if not (type(repeat) is int and repeat >= 1):  # True is an int in Python
+        raise ValueError(f"repeat is how many times to run each case: a whole number "
+                         f"from 1 up, not {repeat!r}")
+    for case in cases:
+        named = case.calls + case.never + case.asks_first
+        if unknown := [t for t in named if t not in agent.tools]:
+            raise ValueError(f"the case {case.name!r} names {', '.join(unknown)}, and "
+                             f"the agent's tools are {', '.join(agent.tools)}")
+    trials = []
+    for n in range(1, repeat + 1):
+        for case in cases:
+            ctx, error = attempt(agent, case)
+            failures = (error,) if error else grade(case, agent, ctx)
+            trials.append(Trial(case, n, ctx, failures))
+    return tuple(trials)
+
+
+def pass_rates(trials: tuple[Trial, ...]) -> list[float]:
+    """The share of cases passed on each attempt: one pass rate per repeat.
+
+    >>> c = Case("Hi?")
+    >>> pass_rates((Trial(c, 1, Context(), ()), Trial(c, 2, Context(), ("no",))))
+    [1.0, 0.0]
+    """
+    attempts = sorted({t.attempt for t in trials})
+    return [sum(t.passed for t in trials if t.attempt == n)
+            / sum(t.attempt == n for t in trials) for n in attempts]
+
+
+def table(results: dict[str, tuple[Trial, ...]]) -> str:
+    """A table to read at a glance: a row per case, a column per brain, its passes."""
+    names = list(dict.fromkeys(t.case.name for ts in results.values() for t in ts))
+    rows = [["", *results]]
+    for name in names:
+        rows.append([name] + [f"{sum(t.passed for t in ts if t.case.name == name)}/"
+                              f"{sum(t.case.name == name for t in ts)}"
+                              for ts in results.values()])
+    rates = [pass_rates(ts) for ts in results.values()]
+    rows.append(["pass rate"] + [f"{sum(r) / len(r):.0%}" for r in rates])
+    rows.append(["lowest-highest"] + [f"{min(r):.0%}-{max(r):.0%}" for r in rates])
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join([row[0].ljust(widths[0])] + [
+        cell.rjust(w) for cell, w in zip(row[1:], widths[1:])]).rstrip() for row in rows)
