@@ -15,6 +15,7 @@ It leaves out a model as the grader (a check that asks one is yours to add), sco
 between pass and fail, running cases at the same time, and saving results to a file.
 """
 
+import itertools
 from dataclasses import dataclass
 
 from microagent.agent import DONE, PAUSED, Agent
@@ -84,7 +85,7 @@ def grade(case: Case, agent: Agent, ctx: Context) -> tuple[str, ...]:
         problems.append(f"the calls were {', '.join(called)}, not in the order "
                         f"{', '.join(case.calls)}")
     problems += [f"{t} was called" for t in case.never if t in called]
-    for before, note in zip(ctx.messages, ctx.messages[1:]):
+    for before, note in itertools.pairwise(ctx.messages):
         if note.kind == "result" and not note.error and note.name in case.asks_first \
                 and before.kind != "verdict":
             problems.append(f"{note.name} ran with no human's yes just before it")
@@ -159,6 +160,6 @@ def table(results: dict[str, tuple[Trial, ...]]) -> str:
     rates = [pass_rates(ts) for ts in results.values()]
     rows.append(["pass rate"] + [f"{sum(r) / len(r):.0%}" for r in rates])
     rows.append(["lowest-highest"] + [f"{min(r):.0%}-{max(r):.0%}" for r in rates])
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join([row[0].ljust(widths[0])] + [
-        cell.rjust(w) for cell, w in zip(row[1:], widths[1:])]).rstrip() for row in rows)
+    widths = [max(map(len, column)) for column in zip(*rows, strict=True)]
+    return "\n".join(row[0].ljust(widths[0]) + "".join(
+        cell.rjust(w + 2) for cell, w in zip(row[1:], widths[1:], strict=True)) for row in rows)

@@ -1,7 +1,6 @@
 """Evals: cases graded off each run's notebook (the answer and the working), repeats, and the table."""
 
 import json
-import random
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -186,17 +185,14 @@ def test_pass_rates_are_shares_one_per_attempt(seed, repeat):
 
 
 @settings(max_examples=10, deadline=None)
-@given(order=st.permutations(range(len(CASES))), seed=st.integers(0, 10))
-def test_a_case_is_graded_the_same_whatever_order_the_cases_run_in(order, seed):
+@given(order=st.permutations(range(len(CASES))))
+def test_a_case_is_graded_the_same_whatever_order_the_cases_run_in(order):
     # a brain that reads only the notebook gives each case the same run, and so the same grade, in any order
     first = {t.case.name: (t.ctx, t.failures) for t in evaluate(office(hasty), CASES, repeat=2)}
     shuffled = evaluate(office(hasty), [CASES[i] for i in order], repeat=2)
     assert all((t.ctx, t.failures) == first[t.case.name] for t in shuffled)
-    # and a grade is the notebook's alone: grading a trial again gives the same failures
+    # and a grade is the notebook's alone: grading a trial again, in any office of the same tools, agrees
     assert all(grade(t.case, office(), t.ctx) == t.failures for t in shuffled)
-    rng = random.Random(seed)
-    some = rng.sample(shuffled, len(shuffled))
-    assert all(grade(t.case, office(), t.ctx) == t.failures for t in some)
 
 
 def test_pass_rates_of_a_trial_by_hand():
@@ -209,3 +205,112 @@ def test_an_agent_of_any_office_can_be_evaluated():
     agent = Agent(scripted(Action("final_answer", {"answer": "It is 5."})), [final_answer])
     (trial,) = evaluate(agent, [Case("What is 2 + 3?", says=("5",), calls=("final_answer",))])
     assert trial.passed and json.loads(trial.ctx[1].args) == {"answer": "It is 5."}
+
+
+# ----------------------------------------------------------------------------------------------
+# an independent check: pydantic-evals grades the same cases, with evaluators of its own kind that
+# read the notebook, written here apart from evals.grade, and agrees with ours case by case
+
+
+def pydantic_grades(cases: list[Case], run) -> dict[str, bool]:
+    """Each case's pass or fail, as pydantic-evals finds it: `run(case)` gives the notebook."""
+    pydantic_evals = pytest.importorskip("pydantic_evals")
+    from dataclasses import dataclass
+
+    from pydantic_evals.evaluators import Evaluator, EvaluatorContext
+
+    def called(ctx):
+        return [m.tool for m in ctx if m.kind == "decision"]
+
+    @dataclass
+    class Answered(Evaluator):
+        def evaluate(self, ctx: EvaluatorContext) -> bool:
+            last = ctx.output.last()
+            return last.kind == "result" and last.name == "final_answer" and not last.error
+
+    @dataclass
+    class Says(Evaluator):
+        def evaluate(self, ctx: EvaluatorContext) -> bool:
+            answer = ctx.output.last().content.casefold()
+            return all(word.casefold() in answer for word in ctx.expected_output)
+
+    @dataclass
+    class CallsInOrder(Evaluator):
+        def evaluate(self, ctx: EvaluatorContext) -> bool:
+            made, want = called(ctx.output), ctx.metadata["calls"]
+            if not ctx.metadata["ordered"]:
+                return set(want) <= set(made)
+            place = 0
+            for tool in made:  # walk the calls made, ticking off the wanted ones in turn
+                if place < len(want) and tool == want[place]:
+                    place += 1
+            return place == len(want)
+
+    @dataclass
+    class NeverCalled(Evaluator):
+        def evaluate(self, ctx: EvaluatorContext) -> bool:
+            return not set(ctx.metadata["never"]) & set(called(ctx.output))
+
+    @dataclass
+    class HumanFirst(Evaluator):
+        def evaluate(self, ctx: EvaluatorContext) -> bool:
+            notes = ctx.output.messages
+            return all(notes[i - 1].kind == "verdict" for i, m in enumerate(notes)
+                       if m.kind == "result" and not m.error and m.name in ctx.metadata["asks_first"])
+
+    dataset = pydantic_evals.Dataset(
+        name="refund office",
+        cases=[pydantic_evals.Case(name=c.name, inputs=c, expected_output=c.says,
+                                   metadata={"calls": c.calls, "ordered": c.ordered, "never": c.never,
+                                             "asks_first": c.asks_first})
+               for c in cases],
+        evaluators=[Answered(), Says(), CallsInOrder(), NeverCalled(), HumanFirst()])
+    report = dataset.evaluate_sync(run, max_concurrency=1, progress=False)
+    graded = {case.name: all(a.value for a in case.assertions.values()) for case in report.cases}
+    graded.update({failure.name: False for failure in report.failures})  # the run raised
+    return graded
+
+
+def run_with_a_human(agent: Agent):
+    """The cases' runner for pydantic-evals, written apart from evals.attempt."""
+    from microagent.approval import approve, deny, waiting
+
+    def run(case: Case) -> Context:
+        ctx = agent.run(case.question)
+        while (asked := waiting(ctx)) is not None:
+            tool = agent.tools[asked.tool]
+            ctx = agent.run(approve(ctx, tool) if case.yes else deny(ctx, tool, "no"))
+        return ctx
+    return run
+
+
+def hurried(ctx, tools):
+    """Answers the lamp's customer at once, without looking anything up."""
+    if "B2001" in ctx[0].content:
+        return Action("final_answer", {"answer": "Sorry, no."})
+    return support_policy(ctx, tools)
+
+
+def fussy(ctx, tools):
+    """Raises on the kettle's customer."""
+    if "C3002" in ctx[0].content:
+        raise KeyError("lost")
+    return support_policy(ctx, tools)
+
+
+@pytest.mark.parametrize("agent", [office(), office(hasty), office(hurried), office(fussy),
+                                   office(approver=lambda tool_name, args: True)],
+                         ids=["rules", "hasty", "hurried", "raises", "no human"])
+def test_pydantic_evals_agrees_with_our_grades_case_by_case(agent):
+    ours = {t.case.name: t.passed for t in evaluate(agent, CASES)}
+    assert pydantic_grades(CASES, run_with_a_human(agent)) == ours
+
+
+def test_pydantic_evals_agrees_on_the_random_brains_notebooks():
+    # the random brain's runs depend on what it drew before, so both graders read the same notebooks
+    trials = [t for seed in range(8) for t in evaluate(office(guessing(seed)), CASES)]
+    for n in range(0, len(trials), len(CASES)):
+        run = {t.case.question: t.ctx for t in trials[n:n + len(CASES)]}
+        ours = {t.case.name: t.passed for t in trials[n:n + len(CASES)]}
+        assert pydantic_grades(CASES, lambda case, notebooks=run: notebooks[case.question]) == ours
+    assert 0 < sum(t.passed for t in trials) < len(trials)  # some passed and some failed
