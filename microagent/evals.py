@@ -1,18 +1,17 @@
 """Evals: is the agent any good? Run it over a set of cases and grade each notebook.
 
-A Case is a question and what a good run shows: words the answer must `say`, the
-tools it must call (`calls`, in that order if `ordered`), the tools it must `never`
-call, and the tools that may run only after a human's yes (`asks_first`: a verdict
-note just before each of their results). `evaluate(agent, cases, repeat)` runs the
-agent on each case `repeat` times, plays the case's human when a run waits for one,
-and grades the outcome and the working, both read off the notebook: the notebook is
-the trajectory, so no tracing is needed. `table` shows the results at a glance.
+A Case is a question and what a good run shows: words the answer `says`, tools it
+`calls` (in that order, if `ordered`), tools it must `never` call, and tools that run
+only after a human's yes (`asks_first`: a verdict note just before each result).
+`evaluate(agent, cases, repeat)` runs each case `repeat` times, playing the case's
+human at each pause, and grades the outcome and the working off the notebook, which
+is the whole trajectory: no tracing needed. `table` shows the results at a glance.
 
 The one rule: a grade is read off the notebook alone. A brain that raises fails its
-case with the error written down, and the evaluation goes on to the next.
+case, the error written down, and the evaluation goes on.
 
-It leaves out a model as the grader (a check that asks one is yours to add), scores
-between pass and fail, running cases at the same time, and saving results to a file.
+It leaves out a model as the grader, scores between pass and fail, running cases at
+the same time, and saving results.
 """
 
 import itertools
@@ -22,9 +21,6 @@ from microagent.agent import DONE, PAUSED, Agent
 from microagent.approval import approve, deny, waiting
 from microagent.context import Context
 from microagent.tool import said_by
-
-NO = "not this time"  # what the case's human says with a no
-
 
 @dataclass(frozen=True)
 class Case:
@@ -49,6 +45,8 @@ class Case:
                 raise TypeError(f"a case's {field} is a tuple of strings, like "
                                 f"({value!r},), not {value!r}")
             object.__setattr__(self, field, tuple(value))  # a list becomes a tuple
+        if type(self.ordered) is not bool or type(self.yes) is not bool:  # "no" is true
+            raise TypeError("a case's ordered and yes are True or False")
         if both := set(self.calls) & set(self.never):
             raise ValueError(f"no run can both call and never call {', '.join(both)}")
         if not self.name:
@@ -81,7 +79,8 @@ def grade(case: Case, agent: Agent, ctx: Context) -> tuple[str, ...]:
     called = [m.tool for m in ctx if m.kind == "decision"]
     missing = [f"{t} was never called" for t in case.calls if t not in called]
     problems += missing
-    if case.ordered and not missing and not _in_order(case.calls, called):
+    rest = iter(called)  # `in` eats an iterator up to the match: so the calls come in order
+    if case.ordered and not missing and not all(t in rest for t in case.calls):
         problems.append(f"the calls were {', '.join(called)}, not in the order "
                         f"{', '.join(case.calls)}")
     problems += [f"{t} was called" for t in case.never if t in called]
@@ -92,15 +91,8 @@ def grade(case: Case, agent: Agent, ctx: Context) -> tuple[str, ...]:
     return tuple(problems)
 
 
-def _in_order(wanted, called) -> bool:
-    """Are `wanted` all in `called`, in this order (with others between)?"""
-    rest = iter(called)
-    return all(t in rest for t in wanted)  # `in` on an iterator eats up to the match
-
-
 def attempt(agent: Agent, case: Case) -> tuple[Context, str | None]:
-    """Run `case` to its end, the case's human ruling on each pause: the notebook,
-    and the brain's error if it raised (the notebook then is the run so far)."""
+    """Run `case`, its human ruling at each pause: the notebook, and the error if any."""
     ctx = agent.start(case.question)
     try:
         while True:
@@ -109,7 +101,7 @@ def attempt(agent: Agent, case: Case) -> tuple[Context, str | None]:
             if step.stop != PAUSED:
                 return ctx, None
             tool = agent.tools[waiting(ctx).tool]
-            ctx = approve(ctx, tool) if case.yes else deny(ctx, tool, NO)
+            ctx = approve(ctx, tool) if case.yes else deny(ctx, tool, "not this time")
     except Exception as e:  # the brain failed: the case fails, the evaluation goes on
         return ctx, f"the run raised {type(e).__name__}: {said_by(e)}"
 
@@ -123,6 +115,8 @@ def evaluate(agent: Agent, cases: list[Case], repeat: int = 1) -> tuple[Trial, .
     if not (type(repeat) is int and repeat >= 1):  # True is an int in Python
         raise ValueError(f"repeat is how many times to run each case: a whole number "
                          f"from 1 up, not {repeat!r}")
+    if len({c.name for c in cases}) != len(cases):
+        raise ValueError("two cases share a name: give each its own, Case(..., name=...)")
     for case in cases:
         named = case.calls + case.never + case.asks_first
         if unknown := [t for t in named if t not in agent.tools]:
@@ -151,6 +145,9 @@ def pass_rates(trials: tuple[Trial, ...]) -> list[float]:
 
 def table(results: dict[str, tuple[Trial, ...]]) -> str:
     """A table to read at a glance: a row per case, a column per brain, its passes."""
+    if not (isinstance(results, dict) and results and all(results.values())):
+        raise ValueError("table takes {a brain's name: its trials from evaluate}, "
+                         "each with one trial or more")
     names = list(dict.fromkeys(t.case.name for ts in results.values() for t in ts))
     rows = [["", *results]]
     for name in names:

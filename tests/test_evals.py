@@ -171,6 +171,12 @@ def test_bad_cases_and_bad_settings_are_refused_with_what_to_do():
         evaluate(office(), [])
     with pytest.raises(TypeError, match="evaluate runs an Agent"):
         evaluate(support_policy, CASES)
+    with pytest.raises(TypeError, match="a case's ordered and yes are True or False"):
+        Case("Refund A1234?", yes="no")
+    with pytest.raises(ValueError, match="two cases share a name"):
+        evaluate(office(), [PAID, Case("Refund A1234?", name="refund, yes")])
+    with pytest.raises(ValueError, match="table takes"):
+        table({"rules": ()})
     with pytest.raises(ValueError, match="the case 'typo' names issue_refnd, and the agent's tools are look_up_order"):
         evaluate(office(), [Case("Refund A1234?", never=("issue_refnd",), name="typo")])
 
