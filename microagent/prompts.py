@@ -96,8 +96,8 @@ def with_examples(ctx: Context, *examples: Context) -> Context:
 
 def _instructions(system) -> str:
     if not (isinstance(system, str) and system.strip()):
-        raise ValueError("system is the model's instructions, a prompt that says what "
-                         f"the assistant is for; it is empty: {system!r}")
+        raise ValueError("system is the model's instructions: a prompt that says what "
+                         f"the assistant is for and how it works, not {system!r}")
     return system
 
 
