@@ -14,6 +14,7 @@ from microagent.agent import Agent
 from microagent.chat import json_rules, move_schema, to_request
 from microagent.context import Context
 from microagent.demo import QUESTION, support_agent
+from microagent.memory import remembering
 from microagent.message import ASSISTANT, SYSTEM, TOOL, USER, Message
 from microagent.policy import Action
 from microagent.prompts import REACT, REACT_JSON, few_shot, react, with_examples, zero_shot
@@ -130,6 +131,21 @@ def test_few_shot_examples_never_reach_the_notebook_the_refund_office_keeps(stan
     assert all("B5678" not in m.content for m in with_one)
     # ... while each request showed the example's 6 messages: its question, 2 calls, 2 results, the answer
     assert [len(r["messages"]) - len(p["messages"]) for r, p in zip(shown.requests, plain.requests, strict=True)] == [6] * 4
+
+
+def test_under_memory_the_examples_stay_whole_when_few_shot_is_inside(stand_in):
+    script = [reply("", calls=[("add", '{"a": 2, "b": 3}')]), reply("", calls=[("add", '{"a": 5, "b": 4}')]), reply("9")]
+    inside, outside = stand_in(*script), stand_in(*script)
+    calculator(remembering(few_shot(zero_shot("stand-in", inside.url, system=SYSTEM_PROMPT), EXAMPLE), keep=2)).run("2 + 3 + 4?")
+    calculator(few_shot(remembering(zero_shot("stand-in", outside.url, system=SYSTEM_PROMPT), keep=2), EXAMPLE)).run("2 + 3 + 4?")
+    # the third request: inside, the examples whole, then the run's notebook compacted; outside, the example is summed up
+    assert inside.requests[2]["messages"][1:5] == EXAMPLE_ON_THE_WIRE
+    assert inside.requests[2]["messages"][6]["content"].startswith("earlier, in 2 notes: 1 call (add 1)")
+    assert outside.requests[2]["messages"][1:4] == [
+        {"role": "user", "content": "What is 1 + 1?"},
+        {"role": "assistant", "content": 'earlier, in 4 notes: 2 calls (add 1, final_answer 1), no errors; the last '
+                                         'result: final_answer returned "2"'},
+        {"role": "user", "content": "2 + 3 + 4?"}]
 
 
 # --- ReAct: a thought before each call ------------------------------------------------------------
