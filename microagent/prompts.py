@@ -10,9 +10,11 @@ prompt, so a prompt technique is a choice of what the brain puts in it:
 
 The one rule: a technique changes the request, never the notebook. An example is shown
 to the brain and never written down, so the agent, its tools and its notes stay the
-same whichever technique its brain uses. JSON mode (native=False) is a setting.
+same whichever technique its brain uses.
 
-It leaves out picking examples to fit each question, and models' hidden reasoning.
+JSON mode (native=False: the tools described in the system prompt, a move as JSON text)
+is a setting of each. It leaves out picking examples to fit each question, and a
+model's hidden reasoning (the thought here is one the model writes where we read it).
 """
 
 from microagent.context import Context
