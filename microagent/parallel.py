@@ -9,7 +9,7 @@ it runs them in threads and keeps each call's decision and result, in the calls'
 in its result's `notes`, as an agent used as a tool keeps its run. A call that needs a
 human's approval is left out, and `left_first(policy)` makes it next, so the run pauses.
 benchmarks/parallel_calls.py: three calls that wait 0.3 s each take about 0.3 s at once,
-0.9 s one after another (a ratio of about 3.0). What it leaves out: a cancel stops calls
+0.9 s one after another (a ratio of about 2.9). What it leaves out: a cancel stops calls
 that have not started, never one under way; each async call gets an event loop of its own.
 """
 
