@@ -1,16 +1,18 @@
-"""Doing things at the same time: async tools, a run inside an asyncio program, and
-several tool calls at once, with the loop still one loop that calls one tool a turn.
+"""Doing things at the same time, while the loop stays one loop that calls a tool a turn.
 
-`async_tool(fn)` makes an `async def` a Tool whose function runs the coroutine to its
-end (in a thread of its own if this thread already runs an event loop). `async_steps`
-is `agent.steps` for `async for`: each turn runs in a worker thread, so the event loop
-serves others meanwhile. `at_once(tools)` is a Tool whose arguments are several calls;
-it runs them in threads and keeps each call's decision and result, in the calls' order,
-in its result's `notes`, as an agent used as a tool keeps its run. A call that needs a
-human's approval is left out, and `left_first(policy)` makes it next, so the run pauses.
-benchmarks/parallel_calls.py: three calls that wait 0.3 s each take about 0.3 s at once,
-0.9 s one after another (a ratio of about 2.9). What it leaves out: a cancel stops calls
-that have not started, never one under way; each async call gets an event loop of its own.
+    async_tool(fn)         an `async def` as a Tool: its coroutine run to its end, in a
+                           thread of its own if this thread runs an event loop already
+    async_steps(agent, task, cancel)   agent.steps for `async for`, a turn per worker
+                           thread, so the event loop serves others meanwhile
+    at_once(tools)         a Tool whose arguments are several calls: it runs them in
+                           threads, its result's notes keep each call's decision and result
+    left_first(policy)     a brain that first makes the calls at_once left for a human
+    at_once_action(reply)  a model's reply of several tool calls as one call to at_once
+
+Three calls that wait 0.3 s each take 0.31 s at once, 0.90 s one after another (2.9
+times faster: benchmarks/parallel_calls.py). What it leaves out: a cancel stops calls
+not started, never one under way; a tool called at once must be safe to call from two
+threads; each async call gets an event loop of its own (not the caller's).
 """
 
 import asyncio
@@ -25,7 +27,7 @@ from microagent.chat import to_action
 from microagent.message import ASSISTANT, TOOL, Message
 from microagent.policy import Action
 from microagent.schema import as_tool
-from microagent.tool import Tool, error_note
+from microagent.tool import Tool, error_note, read_json
 
 LEFT = "waits for a human's approval: it did not run here"
 
@@ -77,12 +79,10 @@ async def async_steps(agent, task, cancel=None):
 
 def at_once(tools: list[Tool], *, name: str = "at_once", threads: int = 8,
             cancel=None) -> Tool:
-    """A Tool that makes several calls to `tools` at once, each in a thread of its own.
+    """A Tool that makes calls to `tools` at once: {"calls": [{"tool": ..., "args": ...}]}.
 
-    Its arguments: {"calls": [{"tool": "look_up_order", "args": {...}}, ...]}.
-    Its result says, a line per call in the calls' order, what each call returned;
-    its notes hold each call's decision and result. `cancel` (a threading.Event):
-    once set, a call that has not started does not start.
+    Its result says what each call returned, a line each in the calls' order; its notes
+    keep each call's decision and result. Once `cancel` is set, no new call starts.
     """
     if not (isinstance(tools, (list, tuple)) and tools
             and all(isinstance(t, Tool) and not t.terminal for t in tools)):
@@ -94,9 +94,7 @@ def at_once(tools: list[Tool], *, name: str = "at_once", threads: int = 8,
     by_name = {t.name: t for t in tools}
     call = {"type": "object", "required": ["tool", "args"],
             "properties": {"tool": {"type": "string", "enum": list(by_name)},
-                           "args": {"type": "object"}}}
-    schema = {"type": "object", "required": ["calls"],
-              "properties": {"calls": {"type": "array", "items": call}}}
+                           "args": {"type": ["object", "string"]}}}  # or JSON text
 
     def one(tool: Tool, args: str) -> tuple[Message, ...]:
         decision = Message(ASSISTANT, "", name, tool.name, args)
@@ -108,8 +106,8 @@ def at_once(tools: list[Tool], *, name: str = "at_once", threads: int = 8,
         return (decision, read) if isinstance(read, Message) else (decision,)
 
     def run_all(calls: list) -> Message:
-        made = [(by_name[c["tool"]], json.dumps(c["args"], ensure_ascii=False))
-                for c in calls]
+        made = [(by_name[c["tool"]], c["args"] if isinstance(c["args"], str)
+                 else json.dumps(c["args"], ensure_ascii=False)) for c in calls]
         with ThreadPoolExecutor(threads) as pool:
             # each call sees this thread's contextvars (how deep agents ask, team.py)
             futures = [pool.submit(contextvars.copy_context().run, one, tool, args)
@@ -121,15 +119,15 @@ def at_once(tools: list[Tool], *, name: str = "at_once", threads: int = 8,
                        notes=tuple(m for t in turns for m in t))
     about = ("Make several calls at the same time, to any of: "
              f"{', '.join(by_name)}. Use it when the calls don't need each other's answers.")
-    return Tool(name, about, run_all, schema=schema)
+    return Tool(name, about, run_all, schema={"type": "object", "required": ["calls"],
+                "properties": {"calls": {"type": "array", "items": call}}})
 
 
 def left_calls(ctx, name: str = "at_once") -> list[Action]:
     """The calls the last `name` result left for a human, not yet made since."""
     for i in range(len(ctx) - 1, -1, -1):
-        m = ctx[i]
-        if m.kind == "result" and m.name == name:
-            inner = m.notes
+        if ctx[i].kind == "result" and ctx[i].name == name:
+            inner = ctx[i].notes
             waiting = [Action(d.tool, d.args, f"{name} left this call for a human")
                        for j, d in enumerate(inner) if d.kind == "decision"
                        and (j + 1 == len(inner) or inner[j + 1].kind != "result")]
@@ -151,17 +149,27 @@ def left_first(policy, name: str = "at_once"):
 
 def at_once_action(message: dict, tools, name: str = "at_once") -> Action:
     """A model's reply as one move: its one call as chat.to_action reads it, or its
-    several calls as one call to `name`."""
+    several calls as one call to `name` (if the agent has it).
+
+    >>> two = [{"function": {"name": "stock", "arguments": '{"item": "a"}'}},
+    ...        {"function": {"name": "stock", "arguments": '{"item": "b", "item": 1}'}}]
+    >>> tools = {"at_once": None}  # only its name is read here
+    >>> for call in json.loads(at_once_action({"tool_calls": two}, tools).args)["calls"]:
+    ...     print(call)
+    {'tool': 'stock', 'args': {'item': 'a'}}
+    {'tool': 'stock', 'args': '{"item": "b", "item": 1}'}
+    """
     calls = message.get("tool_calls") or []
     if len(calls) < 2 or name not in tools:
         return to_action(message, tools)
     made = []
     for c in calls:
         fn = c.get("function") or {}
-        try:
-            args = json.loads(fn.get("arguments") or "{}")
-        except (ValueError, RecursionError):
-            args = fn.get("arguments")  # broken: at_once's schema check says so
+        args = fn.get("arguments") or "{}"
+        try:  # read strictly, as the loop reads them; else the text, for run to refuse
+            args = read_json(args) if isinstance(args, str) else args
+        except ValueError:
+            pass
         made.append({"tool": fn.get("name"), "args": args})
     said = message.get("content")
     return Action(name, {"calls": made}, said.strip() if isinstance(said, str) else "")

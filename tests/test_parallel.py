@@ -422,13 +422,17 @@ def test_a_reply_with_one_call_or_no_at_once_tool_is_read_as_chat_reads_it():
     assert at_once_action(two, {"stock": stock}) == Action("stock", '{"item": "a"}')
 
 
-def test_broken_arguments_in_one_call_of_a_reply_come_back_as_an_error_note():
+def test_broken_arguments_in_one_call_of_a_reply_are_that_calls_error_and_the_others_run():
     tools = {"stock": stock, "at_once": at_once([stock])}
-    action = at_once_action(reply(("stock", '{"item": "a"}'), ("stock", '{"item": ')),
-                            tools)
+    action = at_once_action(reply(("stock", '{"item": "a"}'), ("stock", '{"item": '),
+                                  ("stock", '{"item": "c", "item": "d"}')), tools)
     note = tools["at_once"].run(action.args)
-    assert note.error and note.content == ("error: bad arguments for at_once: "
-                                           "args must be object, not str '{\"item\": '")
+    assert note.name == "at_once" and note.error
+    assert note.content.split("\n") == [
+        "stock: a: 3 in stock",
+        "stock: error: bad arguments for stock: the text is not valid JSON "
+        "(Expecting value: line 1 column 10 (char 9))",
+        'stock: error: bad arguments for stock: "item" is given twice: say each once']
 
 
 # --- the order of the results -----------------------------------------------------------
