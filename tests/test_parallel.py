@@ -6,6 +6,7 @@ every wait is bounded (WAIT seconds), so a broken build fails instead of hanging
 """
 
 import asyncio
+import contextvars
 import threading
 
 import pytest
@@ -232,6 +233,34 @@ def test_at_once_runs_its_calls_at_the_same_time():
 
 def to_json_args(args: dict) -> str:
     return Action("at_once", args).args
+
+
+def test_async_tools_called_at_once_run_at_the_same_time_each_on_a_loop_of_its_own():
+    together = threading.Barrier(2, timeout=WAIT)
+
+    @async_tool
+    async def meet(who: str) -> str:
+        """Wait for the other, without blocking this call's event loop."""
+        await asyncio.to_thread(together.wait)
+        return f"{who} met"
+
+    note = at_once([meet]).run(to_json_args(calls(("meet", {"who": "a"}),
+                                                   ("meet", {"who": "b"}))))
+    assert note.content == "meet: a met\nmeet: b met"
+
+
+def test_each_call_at_once_sees_the_contextvars_of_the_thread_that_made_it():
+    # how deep agents ask agents (microagent.team) is such a variable
+    asker = contextvars.ContextVar("who asked", default="nobody")
+
+    @as_tool
+    def who() -> str:
+        """Say who asked."""
+        return asker.get()
+
+    asker.set("the manager")
+    note = at_once([who]).run(to_json_args(calls(("who", {}), ("who", {}))))
+    assert note.content == "who: the manager\nwho: the manager"
 
 
 def test_at_once_keeps_each_calls_decision_and_result_in_its_notes():
