@@ -106,6 +106,8 @@ def at_once(tools: list[Tool], *, name: str = "at_once", threads: int = 8,
         return (decision, read) if isinstance(read, Message) else (decision,)
 
     def run_all(calls: list) -> Message:
+        if not calls:
+            raise ValueError("no calls were given: give at least one")
         made = [(by_name[c["tool"]], c["args"] if isinstance(c["args"], str)
                  else json.dumps(c["args"], ensure_ascii=False)) for c in calls]
         with ThreadPoolExecutor(threads) as pool:

@@ -16,7 +16,6 @@ from hard_parts import run_checked
 from microagent.agent import CANCELLED, DONE, PAUSED, Agent
 from microagent.approval import approve, deny
 from microagent.context import Context
-from microagent.invariants import check
 from microagent.message import ASSISTANT, TOOL, USER, Message
 from microagent.parallel import (LEFT, async_steps, async_tool, at_once, at_once_action,
                                  left_calls, left_first)
@@ -291,6 +290,12 @@ def test_at_once_refuses_a_call_to_a_tool_it_was_not_given():
                                  "['stock'], not 'refund'", "at_once", error=True)
 
 
+def test_at_once_with_no_calls_says_so():
+    note = at_once([stock]).run('{"calls": []}')
+    assert note == Message(TOOL, "error: at_once failed: ValueError: no calls were given: "
+                                 "give at least one", "at_once", error=True)
+
+
 def test_at_once_refuses_the_final_answer_and_a_bad_thread_count():
     with pytest.raises(TypeError, match="none of them terminal"):
         at_once([stock, final_answer])
@@ -349,11 +354,14 @@ def test_a_call_that_needs_approval_is_left_then_waits_for_its_human_and_each_ru
     # the run waits on the refund the batch left: saved, loaded, approved, resumed
     assert ctx.last() == Message(ASSISTANT, "at_once left this call for a human", "clerk",
                                  "refund", '{"order_id": "A1", "amount": 79}')
+    paused = ctx
     ctx = approve(from_json(to_json(ctx)), refund, by="alice")
     ctx = run_checked(agent, ctx)
     assert agent.why_stop(ctx) == DONE
     assert sorted(ran) == ["look A1", "look B2", "refund A1"]  # each once
-    check(ctx)
+    # the saved run replays its moves, the at_once and the refund it left, to the pause
+    assert Agent(replay(ctx), list(agent.tools.values()), name="clerk").run(
+        "Refund A1, and look up B2") == paused
 
 
 def test_a_denied_call_left_by_at_once_does_not_run_and_the_run_goes_on():
