@@ -18,9 +18,9 @@ the brain reads next turn.
 
 It has no state of its own between runs: the notebook is the state. Hand it a
 saved Context and it goes on where that run stopped. The budget is counted off
-the notebook too (the brain's moves since the last question), so a remark, the
-out-of-steps note or anyone's, ends a run only once the moves reach max_steps:
-an agent with a bigger budget goes on where an out-of-steps run stopped.
+the notebook too (the brain's moves since the last question), so a remark (the
+loop's out-of-steps note, or anyone's) ends a run only once those moves reach
+max_steps: handed to an agent with a bigger budget, an out-of-steps run goes on.
 
 The rule that keeps it small: a chapter may wrap a Tool, wrap a Policy, or
 write notes; it never adds a branch to this loop. Approval writes the human's
