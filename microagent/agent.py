@@ -12,12 +12,15 @@ why it should stop, and it stops for one of four reasons:
 
 The loop is a generator: `steps()` yields one Step per turn and the caller
 drives it; `run()` drains it and hands back the notebook, and `why_stop(ctx)`
-says why it ended. The brain's mistakes never crash the loop: an unknown tool, arguments
-that don't fit, a tool that raises, each becomes an error note that the brain
-reads next turn.
+says why it ended. The brain's mistakes never crash the loop: an unknown tool,
+arguments that don't fit, a tool that raises, each becomes an error note that
+the brain reads next turn.
 
 It has no state of its own between runs: the notebook is the state. Hand it a
-saved Context and it goes on where that run stopped.
+saved Context and it goes on where that run stopped. The budget is counted off
+the notebook too (the brain's moves since the last question), so a remark (the
+loop's out-of-steps note, or anyone's) ends a run only once those moves reach
+max_steps: handed to an agent with a bigger budget, an out-of-steps run goes on.
 
 The rule that keeps it small: a chapter may wrap a Tool, wrap a Policy, or
 write notes; it never adds a branch to this loop. Approval writes the human's
@@ -63,9 +66,8 @@ class Agent:
                 and all(isinstance(t, Tool) for t in tools)):
             raise TypeError("tools must be a list of Tools: Tool(name, description, fn), "
                             "or @as_tool")
-        if not (type(max_steps) is int and max_steps >= 0):  # True is an int in Python
-            raise ValueError(f"max_steps must be a whole number, 0 or more, "
-                             f"not {max_steps!r}")
+        if type(max_steps) is not int or max_steps < 0:  # True is an int in Python
+            raise ValueError(f"max_steps must be a whole number >= 0, not {max_steps!r}")
         self.policy = policy
         self.max_steps = max_steps
         self.name = name
@@ -84,15 +86,17 @@ class Agent:
         turns = _turns(ctx)  # counted from the notebook, so the budget spans a resume
         while not (stop := self.why_stop(ctx, cancel)) and turns < self.max_steps:
             action = self.policy(ctx, self.tools)  # decide
-            decision, result = self.decision(action), self.act(action)  # act
+            decision = self.decision(action)
+            result = self.act(action)  # act
             # write it down: the decision, then what came of it (nothing, if it waits)
             ctx = ctx.add(decision) if result is None else ctx.add(decision, result)
             turns += 1
             yield Step(ctx, action, result)
         if stop is None:  # the budget is spent: a note says so, and ends the run
             stop = OUT_OF_STEPS
-            ctx = ctx.add(Message(ASSISTANT, f"out of steps: stopped after {turns} turns "
-                                  "without an answer", self.name))
+            ctx = ctx.add(Message(ASSISTANT, f"out of steps: stopped after {turns} "
+                                  f"turn{'' if turns == 1 else 's'} without an answer",
+                                  self.name))
         yield Step(ctx, stop=stop)
 
     def run(self, task: str | Context, cancel=None) -> Context:
@@ -113,16 +117,19 @@ class Agent:
     def why_stop(self, ctx: Context, cancel=None) -> str | None:
         """Why a run with this notebook stops now, read off its last note (None: go on).
 
-        DONE, PAUSED, OUT_OF_STEPS, or CANCELLED (only if `cancel` is set).
+        DONE, PAUSED, OUT_OF_STEPS, or CANCELLED (only if `cancel` is set). An empty
+        notebook has no last note, so nothing stops it: None.
         """
-        last = ctx.messages[-1]
+        last = ctx.last()
+        if last is None:
+            return None
         kind = last.kind
         if kind == "result" and not last.error and last.name in self.tools \
                 and self.tools[last.name].terminal:  # a terminal tool has answered
             return DONE
         if kind in ("decision", "verdict"):  # nothing answered it: it waits for a human
             return PAUSED
-        if kind == "remark":  # the loop's note that the budget was spent
+        if kind == "remark" and _turns(ctx) >= self.max_steps:  # once the budget is spent
             return OUT_OF_STEPS
         if cancel and cancel.is_set():
             return CANCELLED
@@ -151,9 +158,15 @@ class Agent:
 
 
 def _turns(ctx):
-    """How many moves the brain has made since the run was last asked a question."""
+    """How many moves the brain has made since the run was last asked a question.
+
+    >>> ask, say = Message(USER, "2 + 2?"), Message(ASSISTANT, "", "me", "add", "{}")
+    >>> _turns(Context((say, ask, say, Message("tool", "4", "add"), say)))
+    2
+    """
     moves = 0
-    for m in reversed(ctx.messages):
+    for m in reversed(ctx):
         if m.kind == "question":
-            return moves
+            break
         moves += m.kind in ("decision", "no_move")
+    return moves

@@ -153,6 +153,47 @@ def test_a_budget_of_zero_steps_asks_the_brain_nothing():
         raise AssertionError("asked")
     ctx = Agent(brain, [final_answer], max_steps=0).run("?")
     assert kinds(ctx) == ["question", "remark"]
+    assert ctx.last().content == "out of steps: stopped after 0 turns without an answer"
+
+
+def test_one_turn_is_said_as_one_turn():
+    ctx = Agent(scripted(Action("add", {"a": 1, "b": 1})), [add, final_answer], max_steps=1).run("1 + 1?")
+    assert ctx.last().content == "out of steps: stopped after 1 turn without an answer"
+
+
+def test_a_remark_someone_else_wrote_does_not_end_the_run_while_the_budget_lasts():
+    thinking = Context((Message(USER, "2 + 2?"), Message(ASSISTANT, "let me think", "agent")))
+    agent = Agent(scripted(answer("4")), [final_answer], max_steps=1)
+    assert agent.why_stop(thinking) is None  # no move made yet: one of one left
+    ctx = agent.run(thinking)
+    assert kinds(ctx) == ["question", "remark", "decision", "result"]  # the brain read it as a note
+    assert agent.why_stop(ctx) == DONE and ctx.last().content == "4"
+    # with no budget at all, the same remark is the end of the run, and no note is added
+    spent = Agent(scripted(), [final_answer], max_steps=0)
+    assert spent.why_stop(thinking) == OUT_OF_STEPS and spent.run(thinking) == thinking
+
+
+def test_an_agent_with_a_bigger_budget_goes_on_where_an_out_of_steps_run_stopped():
+    brain = scripted(Action("add", {"a": 1, "b": 1}), Action("add", {"a": 2, "b": 1}), answer("3"))
+    tight, roomy = (Agent(brain, [add, final_answer], max_steps=n) for n in (1, 3))
+    spent = tight.run("count to 3")
+    assert tight.why_stop(spent) == OUT_OF_STEPS and tight.run(spent) == spent
+    assert roomy.why_stop(spent) is None  # one move of three made: the remark is a note to read
+    ctx = roomy.run(spent)
+    # question, decision, result, remark (out of steps), then two more turns
+    assert kinds(ctx) == ["question", "decision", "result", "remark"] + ["decision", "result"] * 2
+    assert ctx.messages[:len(spent)] == spent.messages
+    assert roomy.why_stop(ctx) == DONE and ctx.last().content == "3"
+
+
+def test_an_empty_notebook_has_nothing_to_stop_and_a_run_asks_it_for_a_question():
+    agent = Agent(scripted(), [final_answer])
+    assert agent.why_stop(Context()) is None
+    with pytest.raises(TypeError, match="give the agent a question"):
+        agent.run(Context())
+    # a notebook with no question counts every move it holds
+    remark = Message(ASSISTANT, "a summary", "memory")
+    assert Agent(scripted(), [final_answer], max_steps=0).why_stop(Context((remark,))) == OUT_OF_STEPS
 
 
 def test_a_finished_run_handed_back_stays_finished():

@@ -123,7 +123,7 @@ def test_an_out_of_steps_remark_is_an_assistant_message_and_inner_notes_stay_hom
     assert len(ctx[2].notes) == 5  # the helper's whole run is in the notebook...
     assert to_messages(ctx)[2:] == [  # ...but only its answer goes over the wire
         {"role": "tool", "tool_call_id": "call_1", "content": "2"},
-        {"role": "assistant", "content": "out of steps: stopped after 1 turns without an answer"}]
+        {"role": "assistant", "content": "out of steps: stopped after 1 turn without an answer"}]
 
 
 def test_a_reply_that_held_no_move_goes_back_as_the_problem_in_words_from_the_user():

@@ -25,7 +25,7 @@ YES = Message(USER, "approved", "alice", "issue_refund", '{"amount": 79}')
 NO = Message(USER, "not today", "bob", "issue_refund")
 PAID = Message(TOOL, "$79 refunded", "issue_refund")
 DENIED = Message(TOOL, "denied by bob: not today", "issue_refund", error=True)
-REMARK = Message(ASSISTANT, "out of steps: stopped after 1 turns without an answer", "support")
+REMARK = Message(ASSISTANT, "out of steps: stopped after 1 turn without an answer", "support")
 NO_MOVE = Message(ASSISTANT, "your reply was cut off at 200 tokens", "support", error=True)
 
 

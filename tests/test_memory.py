@@ -205,7 +205,8 @@ def test_the_step_budget_counts_every_move_of_the_full_notebook(budget, pauses, 
     ctx = endless.run(ctx)
     assert endless.why_stop(ctx) == OUT_OF_STEPS
     assert sum(m.kind == "decision" for m in ctx) == budget
-    assert ctx.last().content == f"out of steps: stopped after {budget} turns without an answer"
+    turns = "1 turn" if budget == 1 else f"{budget} turns"
+    assert ctx.last().content == f"out of steps: stopped after {turns} without an answer"
 
 
 def test_a_view_compacted_a_thousand_times_stays_flat_and_saves():

@@ -204,5 +204,5 @@ def test_out_of_steps_inside_is_a_remark_the_outer_story_shows_under_the_call():
         '      you asked: "A1234"',
         "        clerk thought: look",
         "          -> look_up_order returned: Wireless Headphones, $79",
-        "        clerk: out of steps: stopped after 1 turns without an answer",
+        "        clerk: out of steps: stopped after 1 turn without an answer",
         "    -> clerk returned: error: clerk gave no answer: it ran out of steps"]

@@ -225,7 +225,7 @@ def test_out_of_steps_and_a_system_note_are_bands():
     lanes, rows = read(draw(ctx).svg)
     # system, question, decision, result, remark (out of steps)
     assert [kind for n, kind, a, b in rows] == ["note", "question", "call", "result", "note"]
-    assert "support: out of steps: stopped after 1 turns without an answer" in texts(draw(ctx).svg)
+    assert "support: out of steps: stopped after 1 turn without an answer" in texts(draw(ctx).svg)
 
 
 def test_a_reply_with_no_move_is_a_band_that_says_what_was_wrong():
