@@ -577,7 +577,7 @@ def test_a_tool_served_plain_finds_the_callers_header_in_current_to_pass_on():
 def test_spans_to_a_file_that_cant_be_written_or_a_collector_with_a_password_are_refused_at_the_start(
         tmp_path, capsys):
     for flags, told in [(["--spans", str(tmp_path / "no" / "spans.jsonl")], "No such file or directory"),
-                        (["--collector", "http://me:hunter2@127.0.0.1:4318"], "give its credentials in headers="),
+                        (["--collector", "http://me:hunter2@127.0.0.1:4318"], "send credentials in a header"),
                         (["--collector", "127.0.0.1:4318"], "like 'http://127.0.0.1:4318'")]:
         with pytest.raises(SystemExit) as stopped:
             main(["microagent.demo:look_up_order", *flags])
