@@ -337,7 +337,7 @@ def show(h: "Handler", user: str, sid: str, body: bytes) -> None:
     s = session(h.server, user, sid)
     h.reply(200, {"id": sid, "asker": s.owner, "notebook": json.loads(to_json(s.context)),
                   "running": running(s),
-                  "stopped": h.server.agent.why_stop(s.context) if len(s.context) else None,
+                  "stopped": h.server.agent.why_stop(s.context),
                   "pending": asked(s.context) if pending(s) else None})
 
 
