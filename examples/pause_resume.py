@@ -59,8 +59,12 @@ from microagent.trace import story
 
 def policy(ctx: Context, tools) -> Action:
     """The demo's support brain, and what to tell the customer once a human has ruled."""
-    last, ruled = ctx.last(), ctx[-2] if len(ctx) > 1 else None
-    if last.kind == "result" and last.name == "issue_refund":
+    # notes found by kind and name, never by position: a verdict sits between a decision
+    # and its result, and a reply that held no move may come after the result
+    last = next(m for m in reversed(ctx.messages) if m.kind in ("question", "result"))
+    if last.name == "issue_refund":
+        # this call's verdict, if a human ruled: the newest decision or verdict
+        ruled = next(m for m in reversed(ctx.messages) if m.kind in ("decision", "verdict"))
         if ruled.kind == "verdict" and ruled.args is None:  # a no: the verdict says why
             said = f"Sorry, I can't refund this yet: {ruled.content}."
             return Action("final_answer", {"answer": said},

@@ -201,3 +201,19 @@ def test_the_demo_brain_finds_the_latest_answer_by_kind_not_by_position():
     assert [m.kind for m in stalled][-2:] == ["result", "no_move"]
     move = support_policy(stalled, support_agent().tools)
     assert (move.tool, json.loads(move.args)) == ("issue_refund", {"order_id": "A1234", "amount": 79})
+
+
+def test_the_pause_resume_brain_finds_the_verdict_by_kind_not_by_position():
+    # a denied refund, then another brain's reply that held no move: the verdict is no longer
+    # ctx[-2], and the example's brain still passes bob's reason on to the customer
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        import pause_resume
+    finally:
+        sys.path.remove(str(ROOT / "examples"))
+    denied = deny(pause_resume.agent.run(QUESTION), pause_resume.refund, "send it back first", by="bob")
+    stalled = denied.add(Message(ASSISTANT, "the reply was cut off", "support", error=True))
+    # ..., assistant (the refund), user (bob's no), tool (denied), assistant (no move)
+    assert [m.kind for m in stalled][-4:] == ["decision", "verdict", "result", "no_move"]
+    move = pause_resume.policy(stalled, pause_resume.agent.tools)
+    assert json.loads(move.args) == {"answer": "Sorry, I can't refund this yet: send it back first."}
