@@ -47,6 +47,7 @@ NOTEBOOKS = pathlib.Path(__file__).resolve().parent.parent / "notebooks"
 LIBRARY = pathlib.Path(microagent.__file__).resolve().parent
 REBUILDING = ["01_message.ipynb", "02_context.ipynb", "03_tool.ipynb", "04_policy.ipynb", "05_agent.ipynb"]
 CHAPTERS = ["08_agents_as_coworkers.ipynb", "09_memory.ipynb", "10_recovering_from_errors.ipynb",
+            "12_hosting.ipynb", "13_train_a_brain.ipynb", "14_coworkers_over_mcp.ipynb",
             "15_is_it_any_good.ipynb", "16_where_prompts_live.ipynb", "17_at_the_same_time.ipynb"]
 
 
