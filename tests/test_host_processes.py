@@ -184,6 +184,22 @@ def test_two_server_processes_never_interleave_two_runs_on_one_session(servers):
     assert [m.kind for m in notebook(a, sid)].count("question") == 1
 
 
+def test_a_run_keeps_its_session_between_its_steps_so_a_message_in_its_second_tool_is_refused(servers):
+    # each step's commit renews the lease: a run in its second tool holds the session as in its first
+    _, port = servers.start()
+    sid = call(port, "POST", "/sessions")[2]["id"]
+    servers.gate("block-before-check_policy")  # look_up_order ran and was committed; check_policy waits
+    thread, out = in_background(call, port, "POST", f"/sessions/{sid}/messages", QUESTION)
+    servers.wait_for("entered-check_policy")
+    status, _, refused = call(port, "POST", f"/sessions/{sid}/messages", {"text": "Hello? Anyone?"})
+    assert (status, refused) == (409, {"error": "a run is streaming on this session: wait for it to end"})
+    servers.gate("release")
+    thread.join(60)
+    status, _, stream = out[0]
+    assert status == 200 and [e for e, _ in stream] == ["result", "result", "approval_required"]
+    assert [m.content for m in notebook(port, sid) if m.kind == "question"] == [QUESTION["text"]]
+
+
 @pytest.mark.parametrize("db, processes", [("sqlite", 1), ("postgres", 2)])
 def test_the_load_benchmark_in_small_loses_nothing(tmp_path, request, db, processes):
     users = {f"user{i}": f"token-{i:04d}-of-the-test" for i in range(10)}
