@@ -793,6 +793,27 @@ def test_a_verdict_saved_but_not_carried_out_is_carried_out_by_resume_and_paid_o
     assert ("alice", sid, "tool call", "issue_refund (call 5)") in h.trail()
 
 
+def test_only_the_reviewer_whose_verdict_waits_may_resume_not_one_who_ruled_earlier_in_the_session(host):
+    h = host()
+    sid, token = h.paused()
+    assert h.verdict(sid, token)[2][-1][0] == "done"  # bob approved the first refund
+    status, _, stream = h.ask(sid, "Can I get a refund for order A1234 after all?")
+    assert stream[-1][0] == "approval_required"
+    # carol approves the second, and the server dies after saving her verdict, before carrying it out
+    s = h.server.store.load(sid)
+    ctx = approval.verdict(s.context, h.server.agent.tools["issue_refund"], True, by="carol")
+    assert h.server.store.save(sid, ctx, s.version) is not None
+    # bob still sees the session (his verdict is in it), but the verdict that waits is carol's
+    assert h.call("bob", "GET", f"/sessions/{sid}")[0] == 200
+    status, _, answer = h.call("bob", "POST", f"/sessions/{sid}/resume", {})
+    assert (status, answer) == (403, {"error": "only the person who asked in this session may resume it"})
+    assert h.notebook(sid) == ctx  # nothing ran
+    status, _, stream = h.call("carol", "POST", f"/sessions/{sid}/resume", {})
+    assert status == 200 and names(stream) == ["result:issue_refund", "result:final_answer", "done"]
+    assert h.refunds() == [(f"{sid}/5", "A1234", 79), (f"{sid}/15", "A1234", 79)]
+    assert ("carol", sid, "tool call", "issue_refund (call 15)") in h.trail()
+
+
 def test_the_defaults_the_readme_quotes(host, tmp_path, monkeypatch):
     h = host()
     assert (h.server.client_timeout, h.server.lease, h.server.token_ttl) == (10.0, 30.0, 600)
