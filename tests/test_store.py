@@ -120,6 +120,31 @@ def test_of_many_writers_racing_for_one_version_exactly_one_wins(stores):
     assert len(stores().load("s1").context) == 1 + 3 * 2
 
 
+def test_eight_processes_opening_one_new_postgresql_database_at_once_all_make_or_find_its_tables(postgres):
+    # the tables are made under an advisory lock: without it, CREATE ... IF NOT EXISTS at once collides in
+    # the catalog (a UniqueViolation, "tuple concurrently updated") and most of the eight fail to start
+    go, opened, failed = threading.Barrier(8), [], []
+
+    def open_one():
+        go.wait()
+        try:
+            opened.append(Store(postgres))
+        except Exception as e:
+            failed.append(f"{type(e).__name__}: {e}")
+    threads = [threading.Thread(target=open_one) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    try:
+        assert failed == [] and len(opened) == 8
+        opened[0].create("s1", "alice", Context((ASK,)))
+        assert all(store.load("s1").context == Context((ASK,)) for store in opened)
+    finally:
+        for store in opened:
+            store.close()
+
+
 def test_a_save_must_add_to_the_notebook_it_read_and_keep_the_rules(stores):
     store = stores()
     store.create("s1", "alice", Context((ASK, *LOOK)))
