@@ -1222,6 +1222,24 @@ def test_the_hosted_refund_books_no_amount_that_is_no_refund_and_the_session_goe
     assert h.refunds() == []
 
 
+def test_an_approved_amount_the_ledger_cannot_hold_exactly_is_refused_never_booked_as_another_number(host):
+    # the defect: the ledger's column is a double, and 10**30 was booked as $1,000,000,000,000,000,019,884,624,838,656
+    h = host()
+    sid, token = h.paused()
+    for amount in (10 ** 30, 2 ** 53 + 1):  # far past what a double holds exactly, and the first it can't
+        status, _, stream = h.verdict(sid, token, args={"order_id": "A1234", "amount": amount})
+        assert status == 200 and stream[0][1]["error"]
+        assert stream[0][1]["content"] == (f"error: {amount} is more than the ledger can book exactly: "
+                                           "refund it in parts")
+        assert stream[-1][1]["answer"].startswith("Sorry, I can't refund A1234")
+        assert h.refunds() == []
+        h.ask(sid, "Can I get a refund for order A1234 after all?")
+        token = h.token(sid)
+    stream = h.verdict(sid, token, args={"order_id": "A1234", "amount": 2 ** 53})[2]  # a double holds it
+    assert stream[0][1]["content"] == "$9,007,199,254,740,992 refunded to the original card (receipt R1)"
+    assert h.refunds() == [(f"{sid}/25", "A1234", 2 ** 53)]
+
+
 def test_amounts_are_written_and_told_as_people_read_them(host):
     h = host()
     for n, (amount, told) in enumerate([(1234567, "$1,234,567"), (1e20, "$100,000,000,000,000,000,000"),
