@@ -793,6 +793,27 @@ def test_a_verdict_saved_but_not_carried_out_is_carried_out_by_resume_and_paid_o
     assert ("alice", sid, "tool call", "issue_refund (call 5)") in h.trail()
 
 
+def test_only_the_reviewer_whose_verdict_waits_may_resume_not_one_who_ruled_earlier_in_the_session(host):
+    h = host()
+    sid, token = h.paused()
+    assert h.verdict(sid, token)[2][-1][0] == "done"  # bob approved the first refund
+    status, _, stream = h.ask(sid, "Can I get a refund for order A1234 after all?")
+    assert stream[-1][0] == "approval_required"
+    # carol approves the second, and the server dies after saving her verdict, before carrying it out
+    s = h.server.store.load(sid)
+    ctx = approval.verdict(s.context, h.server.agent.tools["issue_refund"], True, by="carol")
+    assert h.server.store.save(sid, ctx, s.version) is not None
+    # bob still sees the session (his verdict is in it), but the verdict that waits is carol's
+    assert h.call("bob", "GET", f"/sessions/{sid}")[0] == 200
+    status, _, answer = h.call("bob", "POST", f"/sessions/{sid}/resume", {})
+    assert (status, answer) == (403, {"error": "only the person who asked in this session may resume it"})
+    assert h.notebook(sid) == ctx  # nothing ran
+    status, _, stream = h.call("carol", "POST", f"/sessions/{sid}/resume", {})
+    assert status == 200 and names(stream) == ["result:issue_refund", "result:final_answer", "done"]
+    assert h.refunds() == [(f"{sid}/5", "A1234", 79), (f"{sid}/15", "A1234", 79)]
+    assert ("carol", sid, "tool call", "issue_refund (call 15)") in h.trail()
+
+
 def test_the_defaults_the_readme_quotes(host, tmp_path, monkeypatch):
     h = host()
     assert (h.server.client_timeout, h.server.lease, h.server.token_ttl) == (10.0, 30.0, 600)
@@ -1199,6 +1220,24 @@ def test_the_hosted_refund_books_no_amount_that_is_no_refund_and_the_session_goe
         assert stream[-1][0] == "approval_required"
         token = h.token(sid)
     assert h.refunds() == []
+
+
+def test_an_approved_amount_the_ledger_cannot_hold_exactly_is_refused_never_booked_as_another_number(host):
+    # the defect: the ledger's column is a double, and 10**30 was booked as $1,000,000,000,000,000,019,884,624,838,656
+    h = host()
+    sid, token = h.paused()
+    for amount in (10 ** 30, 2 ** 53 + 1):  # far past what a double holds exactly, and the first it can't
+        status, _, stream = h.verdict(sid, token, args={"order_id": "A1234", "amount": amount})
+        assert status == 200 and stream[0][1]["error"]
+        assert stream[0][1]["content"] == (f"error: {amount} is more than the ledger can book exactly: "
+                                           "refund it in parts")
+        assert stream[-1][1]["answer"].startswith("Sorry, I can't refund A1234")
+        assert h.refunds() == []
+        h.ask(sid, "Can I get a refund for order A1234 after all?")
+        token = h.token(sid)
+    stream = h.verdict(sid, token, args={"order_id": "A1234", "amount": 2 ** 53})[2]  # a double holds it
+    assert stream[0][1]["content"] == "$9,007,199,254,740,992 refunded to the original card (receipt R1)"
+    assert h.refunds() == [(f"{sid}/25", "A1234", 2 ** 53)]
 
 
 def test_amounts_are_written_and_told_as_people_read_them(host):

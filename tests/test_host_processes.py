@@ -21,7 +21,7 @@ import pytest
 from host_offices import request
 from microagent.transport.stand_in import reply, serve
 from microagent import Context, from_json
-from microagent.host.store import connect
+from microagent.host.store import connect, shown
 from microagent.invariants import check
 
 TESTS = pathlib.Path(__file__).resolve().parent
@@ -182,6 +182,22 @@ def test_two_server_processes_never_interleave_two_runs_on_one_session(servers):
         thread.join(60)
     assert sorted(out[0][0] for _, out in racers) == [200, 409]
     assert [m.kind for m in notebook(a, sid)].count("question") == 1
+
+
+def test_a_run_keeps_its_session_between_its_steps_so_a_message_in_its_second_tool_is_refused(servers):
+    # each step's commit renews the lease: a run in its second tool holds the session as in its first
+    _, port = servers.start()
+    sid = call(port, "POST", "/sessions")[2]["id"]
+    servers.gate("block-before-check_policy")  # look_up_order ran and was committed; check_policy waits
+    thread, out = in_background(call, port, "POST", f"/sessions/{sid}/messages", QUESTION)
+    servers.wait_for("entered-check_policy")
+    status, _, refused = call(port, "POST", f"/sessions/{sid}/messages", {"text": "Hello? Anyone?"})
+    assert (status, refused) == (409, {"error": "a run is streaming on this session: wait for it to end"})
+    servers.gate("release")
+    thread.join(60)
+    status, _, stream = out[0]
+    assert status == 200 and [e for e, _ in stream] == ["result", "result", "approval_required"]
+    assert [m.content for m in notebook(port, sid) if m.kind == "question"] == [QUESTION["text"]]
 
 
 @pytest.mark.parametrize("db, processes", [("sqlite", 1), ("postgres", 2)])
@@ -353,6 +369,48 @@ def test_on_postgresql_the_audit_trail_is_append_only_and_the_password_is_never_
     said = [(on_postgres.dir / "server0.log").read_text(), trail.stdout, trail.stderr, proc.stdout.read()]
     assert TOKEN not in "".join(said) and password not in "".join(said)
 
+
+
+def test_a_role_that_may_only_use_the_tables_their_owner_made_serves_and_one_that_finds_none_says_what_to_do(
+        on_postgres, postgres, postgres_cluster):
+    # the defect: CREATE TABLE IF NOT EXISTS and CREATE OR REPLACE need rights a role that only uses the tables
+    # lacks, and the host stopped with a traceback ("must be owner of function written_in_pen")
+    import psycopg
+
+    name = postgres.rsplit("/", 1)[1]
+    role, password = f"clerk_{name}", "clerk-pass-3141592653"
+    clerk = postgres.replace(postgres.split("//")[1].split("@")[0], f"{role}:{password}")
+    proc, _ = on_postgres.start()  # the owner starts a host once: it makes the tables
+    proc.kill()
+    proc.wait(60)
+    with psycopg.connect(postgres, autocommit=True) as db:
+        db.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'")
+        db.execute(f"GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA public TO {role}")
+        db.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}")
+    on_postgres.db = clerk
+    _, port = on_postgres.start()
+    sid = call(port, "POST", "/sessions")[2]["id"]
+    token = call(port, "POST", f"/sessions/{sid}/messages", QUESTION)[2][-1][1]["approval_token"]
+    stream = call(port, "POST", f"/sessions/{sid}/approvals", {"approval_token": token, "approve": True})[2]
+    assert [e for e, _ in stream] == ["result", "result", "done"]
+    assert on_postgres.refunds() == [(f"{sid}/5", "A1234", 79)]
+    with psycopg.connect(clerk, autocommit=True) as db:  # and the host's own role can't undo the pen
+        with pytest.raises(psycopg.Error, match="must be owner of table audit"):
+            db.execute("ALTER TABLE audit DISABLE TRIGGER audit_in_pen")
+    # on a database where nobody made the tables, the role may not make them: one line says what to do
+    empty = postgres_cluster.database(f"{name}_empty").replace(postgres.split("//")[1].split("@")[0],
+                                                                 f"{role}:{password}")
+    done = subprocess.run([sys.executable, "-m", "microagent.host", "--db", empty, "--port", "0"],
+                          cwd=on_postgres.dir, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (
+        f"python -m microagent.host: the role {role} may not make sessions, notes, audit, rates, written_in_pen, "
+        f"notes_in_pen, notes_no_truncate, audit_in_pen, audit_no_truncate in {shown(empty)} (permission denied for "
+        "schema public): start the host once as the database's owner, which makes them, then GRANT SELECT, "
+        f"INSERT, UPDATE ON ALL TABLES IN SCHEMA public TO {role}; GRANT USAGE ON ALL SEQUENCES IN SCHEMA "
+        f"public TO {role}\n")
+    logs = "".join(log.read_text() for log in on_postgres.dir.glob("server*.log"))
+    assert "Traceback" not in logs and password not in logs + done.stderr
 
 # the ledger's connection dies the first time a receipt is read: a real backend of the real server,
 # terminated by itself (the sequence is not transactional, so it happens once, whatever rolls back)

@@ -206,3 +206,31 @@ def test_out_of_steps_inside_is_a_remark_the_outer_story_shows_under_the_call():
         "          -> look_up_order returned: Wireless Headphones, $79",
         "        clerk: out of steps: stopped after 1 turn without an answer",
         "    -> clerk returned: error: clerk gave no answer: it ran out of steps"]
+
+
+def test_a_chain_of_different_agents_is_refused_at_max_depth_and_the_refusal_says_how_deep():
+    # front asks orders, orders asks stock, stock asks supplier, supplier asks factory; each its own
+    # agent_tool, so no tool's count of runs under way stops the chain: only the depth does
+    names, thought = ["front", "orders", "stock", "supplier", "factory"], []
+
+    def brain(name: str, below: str | None):
+        def decide(ctx, tools):
+            thought.append(name)
+            if below is None:
+                return Action("final_answer", {"answer": "made"})
+            if ctx.last().kind == "result":  # pass on what it heard
+                return Action("final_answer", {"answer": f"{name} heard: {ctx.last().content}"})
+            return Action(below, {"request": f"{name} asks {below}"})
+        return decide
+
+    agent = None
+    for name, below in reversed(list(zip(names, names[1:] + [None], strict=True))):
+        tools = [final_answer] if agent is None else [agent_tool(agent, max_depth=2), final_answer]
+        agent = Agent(brain(name, below), tools, name=name)
+    ctx = run_checked(agent, "make it")
+    # front at depth 0 asks orders (1), orders asks stock (2), and stock may not ask supplier (3 > 2)
+    refused = "error: supplier was not asked: agents are already asking agents 2 deep, and max_depth is 2"
+    assert ctx.last().content == f"front heard: orders heard: stock heard: {refused}"
+    assert thought == ["front", "orders", "stock", "stock", "orders", "front"]  # supplier, factory: never
+    stock = Context(Context(ctx[2].notes)[2].notes)
+    assert stock[2] == Message(TOOL, refused, "supplier", error=True)

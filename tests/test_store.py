@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from microagent import Context, Message, to_json
+from microagent.host.server import ledger_refund
 from microagent.host.store import Store, checked, connect, shown
 from microagent.invariants import check
 
@@ -118,6 +119,40 @@ def test_of_many_writers_racing_for_one_version_exactly_one_wins(stores):
             t.join(60)
         assert sorted(won, key=str) == [loaded[0].version + 1] + [None] * 7
     assert len(stores().load("s1").context) == 1 + 3 * 2
+
+
+def at_once(make, n: int = 8) -> tuple[list, list[str]]:
+    """`make()` in n threads let go together: what they made, and how those that failed failed."""
+    go, made, failed = threading.Barrier(n), [], []
+
+    def one():
+        go.wait()
+        try:
+            made.append(make())
+        except Exception as e:
+            failed.append(f"{type(e).__name__}: {e}")
+    threads = [threading.Thread(target=one) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    return made, failed
+
+
+def test_eight_processes_opening_one_new_postgresql_database_at_once_all_make_or_find_its_tables(postgres):
+    # the tables are made under an advisory lock: without it, CREATE ... IF NOT EXISTS at once collides in
+    # the catalog (a UniqueViolation, "tuple concurrently updated") and most of the eight fail to start
+    opened, failed = at_once(lambda: Store(postgres))
+    try:
+        assert failed == [] and len(opened) == 8
+        opened[0].create("s1", "alice", Context((ASK,)))
+        assert all(store.load("s1").context == Context((ASK,)) for store in opened)
+    finally:
+        for store in opened:
+            store.close()
+    # and the refund office's ledger, which makes its own table the same way
+    ledgers, failed = at_once(lambda: ledger_refund(postgres))
+    assert failed == [] and [tool.name for tool in ledgers] == ["issue_refund"] * 8
 
 
 def test_a_save_must_add_to_the_notebook_it_read_and_keep_the_rules(stores):

@@ -19,7 +19,10 @@ The porting notes, each a trap:
 - Text may not hold NUL: the notes are JSON (where it is \\u0000) and the store
   escapes it in the audit trail.
 - Two processes creating the tables at once collide in the catalog, so the schema
-  is made under an advisory lock.
+  (the store's, and the ledger's table) is made under an advisory lock.
+- CREATE TABLE IF NOT EXISTS asks for the right to create tables even when the
+  table is there, and CREATE OR REPLACE asks to own what it replaces. A role that
+  may only use the tables (made once by their owner) goes on if all is there.
 - A connection kept open does not know the server restarted until it is used, and
   a pool that refills itself with a back-off kept serving requests 6 to 15 s after
   the server was back. So a kept connection is looked at before it is lent (an idle
@@ -31,6 +34,7 @@ says so; the next one gets a new connection).
 """
 
 import contextlib
+import re
 import select
 import threading
 
@@ -43,7 +47,6 @@ except ImportError:  # the host says what to install, not a traceback
                       "pip install '.[postgres]' (in microagent's folder)") from None
 
 SCHEMA = """
-SELECT pg_advisory_xact_lock(21021);  -- one process at a time makes the tables
 CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, owner TEXT NOT NULL,
     created DOUBLE PRECISION NOT NULL, version BIGINT NOT NULL, length BIGINT NOT NULL,
     lease_until DOUBLE PRECISION NOT NULL DEFAULT 0, jti TEXT);
@@ -64,6 +67,12 @@ CREATE OR REPLACE TRIGGER audit_no_truncate BEFORE TRUNCATE ON audit
     FOR EACH STATEMENT EXECUTE FUNCTION written_in_pen('the audit trail is append-only');
 """
 
+# what a schema makes, and how to find out whether it is there
+MADE = re.compile(r"CREATE (?:OR REPLACE )?(TABLE|FUNCTION|TRIGGER) (?:IF NOT EXISTS )?(\w+)")
+FOUND = {"TABLE": "SELECT to_regclass(?) IS NOT NULL",
+         "FUNCTION": "SELECT to_regproc(?) IS NOT NULL",
+         "TRIGGER": "SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = ?)"}
+
 
 class Postgres:
     """A PostgreSQL database: up to `size` connections at once, kept open and taken in
@@ -75,9 +84,25 @@ class Postgres:
         self.url, self.lock, self.slots = url, threading.Lock(), threading.Semaphore(size)
         self.idle = [self._connect()]  # a wrong URL or password fails here, with its reason
 
-    def schema(self) -> None:
-        with self.transaction() as run:
-            run(SCHEMA, None)
+    def schema(self, sql: str = SCHEMA) -> None:
+        """Make the tables and triggers `sql` makes, one process at a time. A role that may
+        not make them goes on if they are all there (made by their owner); else it is told
+        what to do, in one line."""
+        try:
+            with self.transaction() as run:
+                run("SELECT pg_advisory_xact_lock(21021)")  # one process at a time makes them
+                run(sql, None)
+        except psycopg.errors.InsufficientPrivilege as e:
+            missing = [name for kind, name in MADE.findall(sql)
+                       if not self.run(FOUND[kind], (name,))[0][0][0]]
+            if missing:
+                [(role,)] = self.run("SELECT current_user")[0]
+                raise PermissionError(
+                    f"the role {role} may not make {', '.join(missing)} in {shown(self.url)} "
+                    f"({e.diag.message_primary}): start the host once as the database's owner, "
+                    f"which makes them, then GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA "
+                    f"public TO {role}; GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}"
+                ) from None
 
     def run(self, sql: str, args: tuple | None = ()) -> tuple[list[tuple], int]:
         """The rows a statement gives, and how many it changed."""

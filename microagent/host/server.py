@@ -755,8 +755,8 @@ def refund_office(db: str, policy=support_policy) -> Agent:
 def ledger_refund(db: str) -> Tool:
     """The refund, written into a ledger in the database, keyed by the tool call's identity."""
     ledger = connect(db)  # the store's database: a sqlite file, or PostgreSQL
-    ledger.run(f"CREATE TABLE IF NOT EXISTS refunds (n {ledger.serial}, call TEXT NOT NULL UNIQUE, "
-               "order_id TEXT, amount DOUBLE PRECISION)")
+    ledger.schema(f"CREATE TABLE IF NOT EXISTS refunds (n {ledger.serial}, call TEXT NOT NULL UNIQUE, "
+                  "order_id TEXT, amount DOUBLE PRECISION)")
 
     @as_tool(needs_approval=True)
     def issue_refund(order_id: str, amount: float) -> str | Message:
@@ -879,7 +879,7 @@ def main(argv: list[str] | None = None) -> None:
         server = Server(office, o.db, users_from(o.users), secret_from(secret_file),
                         port=o.port, token_ttl=o.token_ttl, lease=o.lease, timeout=o.timeout,
                         rate=(o.rate[0], int(o.rate[1])), approve_own=o.approve_own)
-    except (ConnectionError, ImportError, ValueError) as e:  # the database: unreachable, or no psycopg
+    except (ConnectionError, PermissionError, ImportError, ValueError) as e:  # the database
         raise SystemExit(f"python -m microagent.host: {e}") from None
     print(f"serving on http://127.0.0.1:{server.server_address[1]} (database {shown(o.db)}); "
           f"the users' bearer tokens are in {o.users}", flush=True)

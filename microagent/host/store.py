@@ -310,9 +310,9 @@ class Sqlite:
         # NORMAL: a commit survives a killed process, not a power cut (FULL: an fsync a write)
         self.db.execute("PRAGMA synchronous=NORMAL")
 
-    def schema(self) -> None:
+    def schema(self, sql: str = SCHEMA) -> None:
         with self.lock:
-            self.db.executescript(SCHEMA)
+            self.db.executescript(sql)
 
     def run(self, sql: str, args: tuple = ()) -> tuple[list[tuple], int]:
         """The rows a statement gives, and how many it changed."""
