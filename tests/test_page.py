@@ -310,6 +310,14 @@ def test_approve_carries_out_the_arguments_in_the_box_and_an_edit_that_does_not_
     bob.page.click("#approve")
     expect(bob.problem).to_have_text("The edited arguments don't fit issue_refund: amount must be number, "
                                      "not str 'seventy'.")
+    bob.page.fill("#args", '{"order_id": "A1234\\ud800", "amount": 79}')  # half a character, or nine deep
+    bob.page.click("#approve")
+    expect(bob.problem).to_have_text("The text holds a lone surrogate (\\ud800), which is not valid Unicode: send "
+                                     "whole characters.")
+    bob.page.fill("#args", '{"order_id": "A1234", "amount": 79, "why": [[[[[[[["deep"]]]]]]]]}')
+    bob.page.click("#approve")
+    expect(bob.problem).to_have_text("The JSON is nested deeper than 8 levels (objects and lists inside one another): "
+                                     "send it flatter.")
     bob.page.fill("#args", '{"order_id": "A1234", "amount": 5')  # the page checks it is JSON at all
     bob.page.click("#approve")
     expect(bob.problem).to_contain_text("The arguments are not JSON")
