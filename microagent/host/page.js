@@ -112,7 +112,7 @@ function entry(w, key) {  // a line of the queue: who asks what (a link to it), 
   const args = document.createElement("pre");
   open.href = `#${w.session}`;  // opens its story and picture
   open.textContent = plain(`${w.asker} asks: ${w.question}`);
-  args.textContent = `${w.tool} ${json(w.args, 1)}`;
+  args.textContent = `${plain(w.tool)} ${json(w.args, 1)}`;
   li.dataset.key = key;
   li.append(open, args);
   return li;
@@ -184,9 +184,9 @@ function watch(session, mine) {  // while it waits for someone else, or runs els
 function offer(w, before) {  // the decision that waits for our verdict, in the panel above the story
   waiting = w;
   $("approval").hidden = false;
-  tell(`${w.tool} waits for your verdict.`);
+  tell(plain(`${w.tool} waits for your verdict.`));
   if (before && before.session === w.session && before.call === w.call) return;  // keep what was typed
-  $("tool").textContent = w.tool;
+  $("tool").textContent = plain(w.tool);
   $("asker").textContent = w.asker === me.user ? "(your own request)" : `(asked by ${w.asker})`;
   $("args").value = asked = json(w.args, 1);
   $("unseen").hidden = asked === JSON.stringify(w.args, null, 1);  // nothing in them was written as an escape
