@@ -22,10 +22,9 @@ in a tooltip (hover over the row).
 The one rule: every piece of text is escaped, so what a model or a tool wrote
 stays text, never markup, in its own order and in full (a mark that would
 reorder it, like U+202E, or a character that prints as nothing, like U+200B,
-shows as its escape). It only reads the notebook; it does not
-check that the notes make a sensible story (see microagent.invariants), and it
-does not lay out a run that uses dozens of tools in less width than dozens of
-lanes.
+shows as its escape). It only reads the notebook; it does not check that the
+notes make a sensible story (see microagent.invariants), and it does not lay
+out a run that uses dozens of tools in less width than dozens of lanes.
 """
 
 import os
