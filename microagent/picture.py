@@ -20,11 +20,11 @@ downward, never wider; a label is cut to fit on its row, and the whole text is
 in a tooltip (hover over the row).
 
 The one rule: every piece of text is escaped, so what a model or a tool wrote
-stays text, never markup, and in its own order (a mark that would reorder it,
-like U+202E, shows as its escape). It only reads the notebook; it does not
-check that the notes make a sensible story (see microagent.invariants), and it
-does not lay out a run that uses dozens of tools in less width than dozens of
-lanes.
+stays text, never markup, in its own order and in full (a mark that would
+reorder it, like U+202E, or a character that prints as nothing, like U+200B,
+shows as its escape). It only reads the notebook; it does not check that the
+notes make a sensible story (see microagent.invariants), and it does not lay
+out a run that uses dozens of tools in less width than dozens of lanes.
 """
 
 import os
@@ -32,6 +32,7 @@ import re
 from dataclasses import dataclass
 from xml.sax.saxutils import escape
 
+from microagent import trace
 from microagent.context import Context
 from microagent.message import Message
 
@@ -45,9 +46,10 @@ HALO = 'stroke="white" stroke-width="3" paint-order="stroke"'  # text over a lif
 # subtle: XML may not hold these characters even escaped (NUL, most control codes,
 # a lone surrogate), so they become a replacement mark
 NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-# the marks that reorder what follows them (a right-to-left override shows $97 as $79):
-# each is shown as its escape, so a label reads in the order it was written
-BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# what prints as nothing (a zero-width space: A12\u200b34 would read A1234) or reorders
+# what follows it (a right-to-left override shows $97 as $79): each is shown as its
+# escape, as the story shows it, so a label reads as what it holds, in its order
+UNSEEN = re.compile(f"[{trace.UNSEEN}]")
 
 
 @dataclass(frozen=True)
@@ -202,10 +204,10 @@ def _text(text: str, fit: float | None = None) -> str:
     '&lt;img src=x…'
     >>> _text('a NUL \\x00 is no XML, & a lone \\ud800 neither')
     'a NUL \ufffd is no XML, &amp; a lone \ufffd neither'
-    >>> print(_text('A1234\\u202e, $97'))
-    A1234\\u202e, $97
+    >>> print(_text('A1234\\u202e, $97 for A12\\u200b34'))
+    A1234\\u202e, $97 for A12\\u200b34
     """
-    text = BIDI.sub(lambda c: ascii(c.group())[1:-1], NOT_XML.sub("\ufffd", text))
+    text = UNSEEN.sub(lambda c: ascii(c.group())[1:-1], NOT_XML.sub("\ufffd", text))
     if fit is not None:
         text = " ".join(text.split())
         if len(text) > fit:

@@ -16,9 +16,10 @@ begins the way its kind of note begins, so a line break inside a note (any of
 those Python's str.splitlines knows: \n, \r, \u2028, \x85, \f, ...) starts a
 line marked `|` as the same note's, and any other control character (a
 terminal's escape codes, which could move the cursor up and print over a
-line) is shown as its escape, `\x1b`, as are half a character (`\ud800`) and
+line) is shown as its escape, `\x1b`, as are half a character (`\ud800`),
 the marks that reorder text (`\u202e`, the right-to-left override, would show
-$97 as $79).
+$97 as $79) and every character that prints as nothing (`\u200b`: a human
+asked to approve order A12\u200b34 must not read A1234).
 
 It only reads; it never changes a notebook, and it shows the arguments of a
 decision only where they matter to a human (a call waiting for approval, a
@@ -33,10 +34,16 @@ from microagent.context import Context
 from microagent.message import Message
 
 BREAK = r"\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]"  # every one str.splitlines knows
-# every other control character but tab, the marks that reorder text (a right-to-left
-# override shows $97 as $79), and half a character (a lone surrogate: nothing prints it)
-OTHER = (r"[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f"
-         r"\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+# what prints as nothing or moves other text: Unicode's format characters (category Cf:
+# a zero-width space, a soft hyphen, a right-to-left override that shows $97 as $79) and
+# the rest it calls default-ignorable (a variation selector, a Hangul filler), so that
+# "A12\u200b34" never reads as A1234
+UNSEEN = (r"\xad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u115f\u1160"
+          r"\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164"
+          r"\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
+          r"\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff")
+# and every other control character but tab, and half a character (a lone surrogate)
+OTHER = rf"[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f\ud800-\udfff{UNSEEN}]"
 CONTROL = re.compile(f"({BREAK})|{OTHER}")
 
 

@@ -572,9 +572,11 @@ def test_a_client_gone_while_the_llm_thinks_stops_the_brain_mid_reply_and_the_se
 BAD_BODIES = [
     (b"{not json", 400, "not valid JSON"),
     (b'{"text": "a", "text": "b"}', 400, '"text" is given twice'),
-    (b'{"text": ' + b"[" * 50 + b"]" * 50 + b"}", 400, "nested deeper than 8"),
+    (b'{"text": ' + b"[" * 50 + b"]" * 50 + b"}", 400, "the JSON is nested deeper than 8 levels (objects and "
+                                                      "lists inside one another): send it flatter"),
     (b'{"text": ' + b"[" * 100000 + b"]" * 100000 + b"}", 413, "over 65536 bytes"),
-    (b'{"text": "\\ud800 lone"}', 400, "surrogate"),
+    (b'{"text": "\\ud800 lone"}', 400, "the text holds a lone surrogate (\\ud800), which is not valid Unicode: "
+                                    "send whole characters"),
     (b'{"text": NaN}', 400, "NaN is not a number JSON can hold"),
     (b'{"text": 1e999}', 400, "1e999 is not a number JSON can hold"),
     (b'["text"]', 400, "must be a JSON object"),
@@ -583,7 +585,7 @@ BAD_BODIES = [
     (b'{"text": 5}', 400, '"text" must be a JSON string'),
     (b'{"text": "   "}', 400, "1 to 4000 characters"),
     (json.dumps({"text": "x" * (MAX_TEXT + 1)}).encode(), 400, "1 to 4000 characters"),
-    (b"\xff\xfe", 400, "UTF-8"),
+    (b"\xff\xfe", 400, "the body is not UTF-8 (byte 1 is 0xff): send JSON text in UTF-8"),
 ]
 
 
@@ -604,7 +606,14 @@ def test_bad_approval_bodies_are_refused(host):
                        ({"approval_token": token, "approve": 1}, "true or false"),
                        ({"approval_token": token, "approve": True, "reason": "x"}, "not the other way"),
                        ({"approval_token": token, "approve": False, "args": {}}, "not the other way"),
-                       ({"approval_token": token, "approve": True, "args": "{}"}, "JSON object")]:
+                       ({"approval_token": token, "approve": True, "args": "{}"}, "JSON object"),
+                       # edited arguments nine deep, or with half a character: each in its own words
+                       ({"approval_token": token, "approve": True, "args": {"a": [[[[[[[[1]]]]]]]]}},
+                        "the JSON is nested deeper than 8 levels (objects and lists inside one another): "
+                        "send it flatter"),
+                       ({"approval_token": token, "approve": True, "args": {"order_id": "A1\ud800"}},
+                        "the text holds a lone surrogate (\\ud800), which is not valid Unicode: send whole "
+                        "characters")]:
         status, _, answer = h.call("alice", "POST", f"/sessions/{sid}/approvals", body)
         assert status == 400 and says in answer["error"], body
     assert h.verdict(sid, token)[0] == 200

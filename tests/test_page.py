@@ -54,6 +54,8 @@ ASKED = [
 ]
 DONE = "Done: the agent answered."
 LOST = "The server can't be reached (it may have stopped). What was done is kept: reload the page once it is back."
+DECIDED = "Someone else has decided this already, or it is gone: it is no longer yours to decide."
+PHONE = {"viewport": {"width": 375, "height": 800}, "is_mobile": True, "has_touch": True}
 
 
 def answer(text):
@@ -195,6 +197,7 @@ def offered(bob, story=ASKED, args=None):
     expect(bob.page.locator("#asker")).to_have_text("(asked by alice)")
     expect(bob.story()).to_have_text(story)
     expect(bob.status).to_have_text("issue_refund waits for your verdict.")
+    expect(bob.page.locator("#unseen")).to_be_hidden()  # nothing in the arguments prints as nothing
     assert json.loads(bob.page.input_value("#args")) == (args or {"order_id": "A1234", "amount": 79})
 
 
@@ -228,6 +231,20 @@ def test_the_page_is_served_with_headers_that_allow_only_its_own_script(host):
     lines, css = re.search(r"(\d+) lines in all \(and (\d+) of CSS\)", (PAGE / "README.md").read_text()).groups()
     assert sum(len((PAGE / name).read_text().splitlines()) for name in ("page.html", "page.js")) == int(lines)
     assert len((PAGE / "page.css").read_text().splitlines()) == int(css)
+
+
+def test_a_long_link_in_a_question_wraps_on_a_phone_375_pixels_wide(host, person):
+    h = host()
+    link = "https://shop.example/orders/A1234/photos?ids=" + "%2C".join(f"p{n}" for n in range(1000, 1060))
+    alice = person(h, **PHONE)
+    sid = alice.start(f"{QUESTION} See {link}")
+    expect(alice.page.locator("#waits")).to_be_visible()
+    bob = person(h, "bob", session=sid, **PHONE)  # the question, link and all, in his queue and in the story
+    expect(bob.page.locator("#queue-list a")).to_have_text(f"alice asks: {QUESTION} See {link}")
+    expect(bob.page.locator("#approval")).to_be_visible()
+    expect(bob.story().first).to_have_text(f"asked: {QUESTION} See {link}")
+    for someone in (alice, bob):
+        assert someone.page.evaluate("document.documentElement.scrollWidth") <= 375
 
 
 def test_a_phone_gets_the_page_at_its_own_width_and_a_link_with_a_query_gets_the_page(host, person):
@@ -293,6 +310,14 @@ def test_approve_carries_out_the_arguments_in_the_box_and_an_edit_that_does_not_
     bob.page.click("#approve")
     expect(bob.problem).to_have_text("The edited arguments don't fit issue_refund: amount must be number, "
                                      "not str 'seventy'.")
+    bob.page.fill("#args", '{"order_id": "A1234\\ud800", "amount": 79}')  # half a character, or nine deep
+    bob.page.click("#approve")
+    expect(bob.problem).to_have_text("The text holds a lone surrogate (\\ud800), which is not valid Unicode: send "
+                                     "whole characters.")
+    bob.page.fill("#args", '{"order_id": "A1234", "amount": 79, "why": [[[[[[[["deep"]]]]]]]]}')
+    bob.page.click("#approve")
+    expect(bob.problem).to_have_text("The JSON is nested deeper than 8 levels (objects and lists inside one another): "
+                                     "send it flatter.")
     bob.page.fill("#args", '{"order_id": "A1234", "amount": 5')  # the page checks it is JSON at all
     bob.page.click("#approve")
     expect(bob.problem).to_contain_text("The arguments are not JSON")
@@ -381,6 +406,29 @@ def test_a_token_nobody_knows_gets_words_for_a_person_and_nothing_else(host, per
     eve.said()
 
 
+def test_the_queue_looked_at_again_keeps_the_keyboard_where_it_was_and_redraws_only_what_changed(host, person):
+    h = host()
+    first = h.asked()
+    bob = person(h, "bob")
+    link = bob.page.locator(f'#queue-list a[href="#{first}"]')
+    expect(link).to_have_count(1)
+    link.focus()  # bob tabbed to alice's request, and reads it
+    item = f"document.querySelector('#queue-list a[href=\"#{first}\"]').closest('li')"
+    bob.page.evaluate(f"{item}.dataset.seen = 'before'")  # the very line the page drew first
+    second = h.asked("dan")  # dan asks meanwhile: the queue, looked at again, brings his request in
+    expect(bob.page.locator("#queue-list li")).to_have_count(2)
+    assert bob.page.evaluate("document.activeElement.getAttribute('href')") == f"#{first}"
+    for look in range(2):  # and a look that finds nothing new changes nothing
+        with bob.page.expect_response(lambda r: r.url.endswith("/approvals") and r.request.method == "GET"):
+            pass
+    assert bob.page.evaluate(f"[{item}.dataset.seen, document.activeElement === {item}.firstChild]") == ["before", True]
+    assert bob.page.evaluate("[...document.querySelectorAll('#queue-list a')].map(a => a.hash).sort()") == sorted(
+        [f"#{first}", f"#{second}"])
+    bob.page.keyboard.press("Enter")  # and the keyboard opens what it is on
+    offered(bob)
+    assert bob.page.evaluate("location.hash") == f"#{first}"
+
+
 # ----------------------------------------------------------------------------
 # what a run wrote is text, in its own order, on its own lines
 
@@ -442,6 +490,35 @@ def test_a_line_break_or_a_right_to_left_mark_cannot_pass_for_another_line_or_an
     assert "\u202e" not in box and json.loads(box) == {"order_id": "A1234\u202e", "amount": 97}
     assert "\u202e" not in bob.page.inner_text("body") and "\u2028" not in bob.page.inner_text("body")
     assert "\u202e" not in h.api("bob", "GET", f"/sessions/{sid}/picture")  # the picture writes the escape too
+
+
+def test_characters_that_print_as_nothing_show_as_escapes_wherever_the_approver_reads_the_arguments(host, person):
+    # A12, five characters that print as nothing, 34: read as "A1234", another order would be booked
+    hidden = "A12\u200b\u2060\ufeff\u00ad\u180e34"
+    shown = "A12\\u200b\\u2060\\ufeff\\u00ad\\u180e34"
+    policy = scripted(Action("issue_refund", {"order_id": hidden, "amount": 79}, "pay"),
+                      Action("final_answer", {"answer": "Refunded."}, "tell them"))
+    h = host(lambda db: Agent(policy, [ledger_refund(db), final_answer], name="support"))
+    sid = h.asked(text=f"refund {hidden}")
+    alice = person(h, session=sid)
+    expect(alice.page.locator("#waits-what")).to_have_text(f'issue_refund {{"order_id":"{shown}","amount":79}}')
+    bob = person(h, "bob")
+    expect(bob.page.locator("#queue-list a")).to_have_text(f"alice asks: refund {shown}")
+    expect(bob.page.locator("#queue-list pre")).to_have_text(f'issue_refund {{\n "order_id": "{shown}",\n "amount": 79\n}}')
+    bob.page.locator("#queue-list a").click()
+    expect(bob.page.locator("#approval")).to_be_visible()
+    expect(bob.page.locator("#unseen")).to_be_visible()  # and the panel says to look closely
+    expect(bob.story()).to_have_text([f"asked: refund {shown}",
+                                      f'→ issue_refund {{"order_id": "{shown}", "amount": 79}}   (pay)'])
+    box = bob.page.input_value("#args")  # the escapes, and still the same JSON
+    assert f'"{shown}"' in box and json.loads(box) == {"order_id": hidden, "amount": 79}
+    svg = h.api("bob", "GET", f"/sessions/{sid}/picture")
+    for text in (bob.page.inner_text("body"), alice.page.inner_text("body"), box, svg):
+        assert not set(hidden) & set(text) - set("A1234")
+    bob.page.click("#approve")  # as asked: what he read is what is booked
+    expect(bob.story().nth(2)).to_have_text(f'bob approved issue_refund {{"order_id": "{shown}", "amount": 79}}')
+    expect(bob.status).to_have_text(f"bob approved issue_refund. {DONE}")
+    assert h.refunds() == [(hidden, 79)]
 
 
 def test_a_reply_with_no_move_shows_what_was_wrong_as_it_comes_and_after_a_reload(host, person):
@@ -585,6 +662,9 @@ def test_after_a_409_or_a_404_the_panel_goes_and_the_page_shows_the_session_as_i
     bob, again, carol = person(h, "bob", session=sid), person(h, "bob", session=sid), person(h, "carol", session=sid)
     for someone in (bob, again, carol):
         offered(someone)
+    for someone in (again, carol):  # their queues are not looked at again (that shows the verdict: the test below)
+        someone.page.route("**/approvals", lambda route: route.abort() if route.request.method == "GET"
+                           else route.continue_())
     bob.page.click("#approve")
     expect(bob.status).to_have_text(f"bob approved issue_refund. {DONE}")
     again.page.click("#approve")  # bob's other tab: he has decided already (409)
@@ -593,11 +673,34 @@ def test_after_a_409_or_a_404_the_panel_goes_and_the_page_shows_the_session_as_i
     expect(again.page.locator("#approval")).to_be_hidden()
     expect(again.story()).to_have_text(approved(79))  # the session as it is now
     carol.page.click("#approve")  # carol did not decide it, so it is hers neither to decide nor to see (404)
-    expect(carol.problem).to_have_text("Someone else has decided this already, or it is gone: it is no longer "
-                                       "yours to decide.")
+    expect(carol.problem).to_have_text(DECIDED)
+    expect(carol.page.locator("#approval")).to_be_hidden()
+    expect(carol.story()).to_have_count(0)
+    expect(carol.status).to_have_text("")  # not "The agent is working…" for ever
+    expect(carol.page.locator("#picture")).to_be_hidden()
+    for someone in (again, carol):
+        someone.said()
+    assert h.refunds() == [("A1234", 79)]
+
+
+def test_when_another_approver_decides_first_the_page_says_so_without_a_click(host, person):
+    h = host()
+    sid = h.asked()
+    bob, again, carol = person(h, "bob", session=sid), person(h, "bob", session=sid), person(h, "carol", session=sid)
+    for someone in (bob, again, carol):
+        offered(someone)
+    again.page.fill("#reason", "half typed")
+    bob.page.click("#approve")
+    expect(bob.status).to_have_text(f"bob approved issue_refund. {DONE}")
+    # a look at their queues finds it gone: bob's other tab shows what he decided, carol that someone did
+    expect(again.page.locator("#approval")).to_be_hidden()
+    expect(again.story()).to_have_text(approved(79))
+    expect(again.status).to_have_text(f"bob approved issue_refund. {DONE}")
+    expect(carol.problem).to_have_text(DECIDED)
     expect(carol.page.locator("#approval")).to_be_hidden()
     expect(carol.story()).to_have_count(0)
     expect(carol.page.locator("#picture")).to_be_hidden()
+    expect(carol.status).to_have_text("")
     for someone in (again, carol):
         someone.said()
     assert h.refunds() == [("A1234", 79)]

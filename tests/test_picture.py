@@ -2,9 +2,9 @@
 
 import json
 import pathlib
-import re
 import subprocess
 import sys
+import unicodedata
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -23,6 +23,7 @@ from microagent.schema import as_tool
 from microagent.script import scripted
 from microagent.team import agent_tool
 from microagent.tool import final_answer
+from microagent.trace import story
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SVG = "{http://www.w3.org/2000/svg}"
@@ -166,6 +167,41 @@ def test_a_mark_that_would_reorder_a_label_shows_as_its_escape():
     assert "\u202e" not in svg and '"A1234\\u202e", "amount": 97}' in svg
 
 
+# Unicode's default-ignorable code points (DerivedCoreProperties.txt): they print as nothing
+IGNORABLE = [(0xAD, 0xAD), (0x34F, 0x34F), (0x61C, 0x61C), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F),
+             (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164), (0xFE00, 0xFE0F),
+             (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A),
+             (0xE0000, 0xE0FFF)]
+
+
+def unseen(c: str) -> bool:
+    """Does this character print as nothing, or move other text: a format character, or default-ignorable?"""
+    return unicodedata.category(c) == "Cf" or any(a <= ord(c) <= b for a, b in IGNORABLE)
+
+
+def test_what_prints_as_nothing_shows_as_its_escape_in_the_picture_and_in_the_story():
+    # the approver must read the order id that will be booked: A12, five characters that print as nothing, 34
+    hidden = "A12\u200b\u2060\ufeff\u00ad\u180e34"
+    ctx = Context((Message(USER, f"refund {hidden}"),
+                   Message(ASSISTANT, "", "support", "issue_refund", json.dumps({"order_id": hidden}, ensure_ascii=False))))
+    shown = "A12\\u200b\\u2060\\ufeff\\xad\\u180e34"
+    assert f'waiting for a human to decide on issue_refund {{"order_id": "{shown}"}}' in texts(draw(ctx).svg)
+    assert story(ctx).splitlines() == [f'you asked: "refund {shown}"',
+                                       f'  support thought: call issue_refund with {{"order_id": "{shown}"}}',
+                                       f'    .. issue_refund {{"order_id": "{shown}"}} is waiting for a human to decide']
+    # and each of them, the way every other character is kept as it is
+    every = [chr(i) for i in range(0x110000) if not 0xD800 <= i <= 0xDFFF]
+    hiding = "".join(c for c in every if unseen(c))
+    assert len(hiding) > 4000  # the tag characters alone are 4,096 (E0000-E0FFF)
+    said = "".join(f"{c}." for c in hiding)
+    told = story(Context((Message(USER, said),)))
+    drawn = "".join(texts(draw(Context((Message(USER, said),))).svg))
+    escapes = "".join(ascii(c)[1:-1] + "." for c in hiding)
+    assert told == f'you asked: "{escapes}"' and escapes in drawn
+    kept = "".join(c for c in every[0x20:0x3000] if not unseen(c) and c.isprintable())
+    assert story(Context((Message(USER, kept),))) == f'you asked: "{kept}"'
+
+
 notes = st.text(max_size=40)  # any text at all, control characters and lone surrogates included
 
 
@@ -191,7 +227,7 @@ def test_any_notes_make_a_well_formed_picture_with_every_text_in_its_tooltip(mad
         # XML reads a carriage return as a newline, so a tooltip shows it as one
         shown = "".join(c if c in "\t\n\r" or " " <= c <= "\ud7ff" or "\ue000" <= c <= "\ufffd" or c > "\uffff"
                         else "\ufffd" for c in m.content).replace("\r\n", "\n").replace("\r", "\n")
-        shown = re.sub("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]", lambda c: ascii(c.group())[1:-1], shown)
+        shown = "".join(ascii(c)[1:-1] if unseen(c) else c for c in shown)
         assert shown in seen
 
 

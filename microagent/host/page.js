@@ -17,13 +17,14 @@ let busy = false;      // a run streams to this page
 let watching = 0;      // the timer that looks at a session again while it waits for someone else
 
 // What a note says, as the story shows it: a line break starts a line marked "|" (no note can print a line
-// that passes for another's), and a control or a mark that reorders text (U+202E shows $97 as $79) shows as
-// its escape. The box of arguments escapes them too (and the breaks JSON leaves as they are): still JSON.
-const BREAK = /\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]/g;
-const HIDDEN = /[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
-const UNSEEN = /[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]/g;
-const escaped = (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0");
-const plain = (text) => String(text).replace(HIDDEN, escaped).replace(BREAK, "\n  | ");
+// that passes for another's), and what prints as nothing or moves other text shows as its escape: a control,
+// half a character, a format character (U+200B makes A12\u200b34 read A1234; U+202E shows $97 as $79) and
+// the rest Unicode calls default-ignorable. The box of arguments escapes them too (and the breaks JSON
+// leaves as they are): still JSON, and what the approver reads is what is carried out.
+const SHOWN = /(\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029])|(?!\t)[\p{Cc}\p{Cs}\p{Cf}\p{DI}]/gu;
+const UNSEEN = /(?!\n)[\p{Cc}\p{Cf}\p{DI}\u2028\u2029]/gu;  // the \n JSON.stringify writes lays it out
+const escaped = (c) => c.split("").map((u) => "\\u" + u.charCodeAt(0).toString(16).padStart(4, "0")).join("");
+const plain = (text) => String(text).replace(SHOWN, (c, wrap) => (wrap ? "\n  | " : escaped(c)));
 const json = (value, indent) => JSON.stringify(value, null, indent).replace(UNSEEN, escaped);
 
 function line(kind, text) {
@@ -55,12 +56,12 @@ const buttons = (on) => document.querySelectorAll("button").forEach((b) => { b.d
 const may = (role) => Boolean(me && me.roles.includes(role));
 const LOST = "The server can't be reached (it may have stopped). What was done is kept: reload the page once "
   + "it is back.";
+const DECIDED = "Someone else has decided this already, or it is gone: it is no longer yours to decide.";
 
 function words(response, error, path = "") {  // a refusal, for the person at the page
   const status = response.status;
   if (status === 401) return "This server does not know that token: paste the one you were given.";
-  if (status === 404 && path.endsWith("/approvals")) return "Someone else has decided this already, or it is "
-    + "gone: it is no longer yours to decide.";
+  if (status === 404 && path.endsWith("/approvals")) return DECIDED;
   if (status === 404) return "There is no such session, or it is not yours to open.";
   if (status === 429) return `Too many requests: try again in ${response.headers.get("Retry-After")} seconds.`;
   if (status >= 500 || !error) return "The server failed (it wrote down why): try again, or tell whoever runs it.";
@@ -93,18 +94,28 @@ async function signIn() {  // who the token says we are, and what the page offer
 async function queue() {  // the decisions across sessions that wait for this approver, in full
   if (!may("approves")) return [];
   const {waiting: items} = await call("GET", "/approvals");
-  $("queue-list").replaceChildren(...items.map((w) => {
-    const li = document.createElement("li"), open = document.createElement("a");
-    const args = document.createElement("pre");
-    open.href = `#${w.session}`;  // opens its story and picture
-    open.textContent = plain(`${w.asker} asks: ${w.question}`);
-    args.textContent = `${w.tool} ${json(w.args, 1)}`;
+  // subtle: only what changed goes out or comes in, so a look every few seconds never takes the keyboard's
+  // place away (a list drawn anew would drop the focus to the page's top)
+  const list = $("queue-list"), keys = items.map((w) => `${w.session} ${w.call}`);
+  [...list.children].filter((li) => !keys.includes(li.dataset.key)).forEach((li) => li.remove());
+  items.forEach((w, i) => {
+    const li = [...list.children].find((old) => old.dataset.key === keys[i]) || entry(w, keys[i]);
+    if (list.children[i] !== li) list.insertBefore(li, list.children[i] || null);
     li.className = w.session === sid ? "open" : "";
-    li.append(open, args);
-    return li;
-  }));
+  });
   $("queue-empty").hidden = items.length > 0;
   return items;
+}
+
+function entry(w, key) {  // a line of the queue: who asks what (a link to it), and the call in full
+  const li = document.createElement("li"), open = document.createElement("a");
+  const args = document.createElement("pre");
+  open.href = `#${w.session}`;  // opens its story and picture
+  open.textContent = plain(`${w.asker} asks: ${w.question}`);
+  args.textContent = `${plain(w.tool)} ${json(w.args, 1)}`;
+  li.dataset.key = key;
+  li.append(open, args);
+  return li;
 }
 
 async function drawing() {  // the run drawn as a picture, fetched with the token: a blob, or null
@@ -173,11 +184,12 @@ function watch(session, mine) {  // while it waits for someone else, or runs els
 function offer(w, before) {  // the decision that waits for our verdict, in the panel above the story
   waiting = w;
   $("approval").hidden = false;
-  tell(`${w.tool} waits for your verdict.`);
+  tell(plain(`${w.tool} waits for your verdict.`));
   if (before && before.session === w.session && before.call === w.call) return;  // keep what was typed
-  $("tool").textContent = w.tool;
+  $("tool").textContent = plain(w.tool);
   $("asker").textContent = w.asker === me.user ? "(your own request)" : `(asked by ${w.asker})`;
   $("args").value = asked = json(w.args, 1);
+  $("unseen").hidden = asked === JSON.stringify(w.args, null, 1);  // nothing in them was written as an escape
   $("reason").value = "";
   grow();
   $("args").focus();  // in sight, and where the keyboard is
@@ -221,6 +233,7 @@ async function stream(route, body, accepted) {  // POST, then show each event of
   } catch (error) {  // a refusal, or the server gone mid-run
     if (mine !== view) return;
     warn(error.message);
+    tell("");  // nothing works for us now: the session as it is says how it stands, if we may see it
     busy = false;
     seen = "";  // after a 409, say, the session as it is now, the panel gone; after a 404, nothing of it
     await refresh(mine).catch((gone) => { if (gone.status === 404 && mine === view) blank(); });
@@ -258,12 +271,22 @@ function event(name, data) {  // one server-sent event; true if it says why the 
   return true;
 }
 
+function decided(mine) {  // someone else ruled on what we were to decide: the session as it is, if still ours
+  seen = "";
+  return refresh(mine).catch((error) => {
+    if (mine !== view) return;
+    if (error.status === 404) blank();  // and no longer ours to see
+    warn(error.status === 404 ? DECIDED : error.message);
+  });
+}
+
 function blank() {  // no story, no picture, no panel: nothing of a session shown
   clearTimeout(watching);
   shown = -1;
   notes = [];
   seen = "";
   waiting = thinking = null;
+  tell("");
   $("story").replaceChildren();
   unpicture();
   $("approval").hidden = $("waits").hidden = true;
@@ -276,7 +299,6 @@ async function open() {  // the session in the address: its story and picture, a
   busy = false;
   buttons(true);
   $("session").textContent = sid ? `Session ${sid}` : "No session open";
-  tell("");
   warn("");
   if (!sid) return tell(may("asks") ? "Start a session to ask the agent (New session)." : "");
   if (!/^[\w-]+$/.test(sid)) return warn("That address names no session: an id is letters, digits, - and _.");
@@ -351,6 +373,11 @@ $("denial").onsubmit = (e) => {  // the Deny button, or Enter in the reason
 };
 $("args").addEventListener("input", grow);
 window.addEventListener("hashchange", open);
-setInterval(() => { if (!busy) queue().catch(() => {}); }, 2 * POLL);  // what others asked since
+setInterval(() => {  // what others asked since; and if what waits for our verdict left the queue, why
+  const mine = view, w = waiting;
+  const still = (items) => items.some((i) => i.session === w.session && i.call === w.call);
+  if (!busy) queue().then((items) => (w && w === waiting && !busy && !still(items) ? decided(mine) : null))
+    .catch(() => {});
+}, 2 * POLL);
 $("token").value = token;
 start();

@@ -712,10 +712,15 @@ def parse(body: bytes, required: dict, optional: dict | None = None) -> dict:
     """The request's JSON object, read strictly (microagent.tool.read_json: a key given
     twice, NaN, 1e999), no deeper than MAX_DEPTH, no lone surrogates, known fields only."""
     try:
-        data = read_json(body.decode("utf-8") or "{}")
-        _plain(data, 0)
-    except ValueError as e:  # UnicodeDecodeError and UnicodeEncodeError are ValueErrors too
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise Refused(400, f"the body is not UTF-8 (byte {e.start + 1} is "
+                           f"{body[e.start]:#04x}): send JSON text in UTF-8") from None
+    try:
+        data = read_json(text or "{}")
+    except ValueError as e:
         raise Refused(400, f"the body is not valid JSON (one object, in UTF-8): {e}") from None
+    _plain(data, 0)
     fields = {**required, **(optional or {})}  # name -> type
     if not isinstance(data, dict):
         raise Refused(400, f"the body must be a JSON object with {', '.join(fields) or 'no fields'}")
@@ -735,9 +740,12 @@ JSON_TYPES = {str: "string", bool: "true or false", dict: "object"}
 def _plain(value, depth: int) -> None:
     """Refuse JSON nested deeper than MAX_DEPTH, and strings that are not valid Unicode."""
     if depth > MAX_DEPTH:
-        raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
-    if isinstance(value, str):
-        value.encode("utf-8")  # a lone surrogate ("\\ud800") raises here
+        raise Refused(400, f"the JSON is nested deeper than {MAX_DEPTH} levels (objects and "
+                           "lists inside one another): send it flatter")
+    half = re.search(r"[\ud800-\udfff]", value) if isinstance(value, str) else None
+    if half:  # JSON may write one ("\\ud800"); no UTF-8 can hold it, and nothing prints it
+        raise Refused(400, f"the text holds a lone surrogate ({ascii(half.group())[1:-1]}), "
+                           "which is not valid Unicode: send whole characters")
     if isinstance(value, dict):
         value = [*value, *value.values()]  # keys and values alike
     for item in value if isinstance(value, list) else ():
