@@ -14,15 +14,11 @@ must be given. `@as_tool` (microagent.schema) reads their types from the type
 hints too, which a language model needs; or pass `schema=` yourself.
 
 The one rule: a tool is called with keyword arguments and hands back a string
-(or a whole tool note, when it has more to report, like an agent used as a tool).
-So a function that takes *args or (x, /), which no call by name can fill, is
-refused when the Tool is made, and so is an `async def`, whose call hands back a
-coroutine, not a result (wrap it with microagent.parallel.async_tool). Anything
-else the function hands back is its text: None (no `return`) is the note "None",
-Python's own word for nothing, since the Tool adds no words to a result.
+(or a whole tool note, when it has more to report, like an agent used as a tool),
+so a function no call by keyword can fit is refused when the Tool is made.
 `run(args)` is how the loop calls it: JSON text in, a tool note out, and every
 failure (arguments that don't fit, an exception, a result that can't become text)
-an error note. `problem(args)` says what is wrong with the arguments, as words.
+an error note; `problem(args)` says in words what is wrong with the arguments.
 
 It checks the schema's types, required and unexpected names, enums and the items
 of arrays; not the rest of JSON Schema. It does not coerce ("3" is not an int).
@@ -49,6 +45,7 @@ class Tool:
     schema: dict | None = None    # JSON Schema of fn's arguments (None: read off fn)
 
     def __post_init__(self):
+        """Refuse a tool no call can reach; read the schema off fn if none is given."""
         if not (type(self.name) is str and self.name.replace("-", "").isidentifier()):
             raise ValueError(f"a tool's name is a word like look_up_order (letters, "
                              f"digits, _ or -), not {self.name!r}")
@@ -64,6 +61,7 @@ class Tool:
                            "required": [p.name for p in params if p.default is p.empty]}
 
     def __call__(self, **kwargs) -> str | Message:
+        """fn's result as text (None: "None"; the Tool adds no words), or its note."""
         out = self.fn(**kwargs)
         return out if isinstance(out, Message) else str(out)
 
