@@ -465,6 +465,7 @@ calls = st.one_of(
 )
 
 
+@settings(deadline=None)  # each example is fast; a loaded machine is not
 @given(calls)
 def test_03_the_rebuilt_tool_checks_and_runs_a_call_like_the_library(nb03, args):
     text = json.dumps(args)  # NaN and Infinity too, which json writes and the strict reader refuses
@@ -486,6 +487,7 @@ choices = st.fixed_dictionaries(
               "extra": json_values})
 
 
+@settings(deadline=None)  # each example is fast; a loaded machine is not
 @given(choices)
 def test_03_the_rebuilt_check_of_a_given_schema_says_what_the_library_says(nb03, args):
     ours, theirs = nb03["Tool"]("choose", "d", choose, schema=schema_of(choose)), as_tool(choose)
@@ -552,6 +554,7 @@ def test_03_the_rebuilt_read_json_reads_and_refuses_like_the_library(nb03, text)
     assert outcome(nb03["read_json"], text) == outcome(tool.read_json, text)
 
 
+@settings(deadline=None)  # each example is fast; a loaded machine is not
 @given(json_values)
 def test_03_the_rebuilt_read_json_reads_what_json_writes(nb03, value):
     text = json.dumps(value)  # compared as text again: nan, which json writes, is not equal to itself
