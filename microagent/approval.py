@@ -46,10 +46,17 @@ from microagent.tool import Tool
 
 
 def gate(tool: Tool, approver, by: str = "a human") -> Tool:
-    """`tool`, asking `approver(name, args)` first; on a no it does not run."""
+    """`tool`, asking `approver(name, args)` first; on a no it does not run.
+
+    A tool made with `needs_approval=True` is refused: it already waits for a verdict,
+    and a gate on it would ask a second time after the human said yes. One ask each.
+    """
     if not isinstance(tool, Tool) or tool.terminal or not callable(approver):
         raise ValueError("gate a Tool with side effects, not the final answer, and give "
                          "it an approver: a function (tool_name, args) -> True or False")
+    if tool.needs_approval:
+        raise ValueError(f"{tool.name} already waits for a human's verdict "
+                         "(needs_approval=True): gate it or flag it, not both")
 
     @functools.wraps(tool.fn)  # the gate takes exactly the arguments the tool takes
     def gated(**args) -> str | Message:
@@ -102,9 +109,7 @@ def verdict(ctx: Context, tool: Tool, approved: bool, *, by: str = "a human",
     if reason:
         raise ValueError("a yes needs no reason: reason= goes with a no")
     text = asked.args if args is None else _dumps(args)
-    read = tool.read(text)
-    if isinstance(read, Message):  # the note that says why they don't fit
-        problem = read.content.removeprefix(f"error: bad arguments for {tool.name}: ")
+    if problem := tool.problem(text):
         which = "the arguments asked for" if args is None else "the edited arguments"
         raise ValueError(f"{which} don't fit {tool.name}: {problem}")
     return check(ctx.add(Message(USER, "approved", by, tool.name, text)))

@@ -14,9 +14,11 @@ must be given. `@as_tool` (microagent.schema) reads their types from the type
 hints too, which a language model needs; or pass `schema=` yourself.
 
 The one rule: a tool is called with keyword arguments and hands back a string
-(or a whole tool note, when it has more to report, like an agent used as a tool).
+(or a whole tool note, when it has more to report, like an agent used as a tool),
+so a function no call by keyword can fit is refused when the Tool is made.
 `run(args)` is how the loop calls it: JSON text in, a tool note out, and every
-failure (arguments that don't fit, an exception) an error note.
+failure (arguments that don't fit, an exception, a result that can't become text)
+an error note; `problem(args)` says in words what is wrong with the arguments.
 
 It checks the schema's types, required and unexpected names, enums and the items
 of arrays; not the rest of JSON Schema. It does not coerce ("3" is not an int).
@@ -37,53 +39,61 @@ class Tool:
 
     name: str
     description: str
-    fn: Callable[..., object]
+    fn: Callable
     terminal: bool = False        # calling it ends the run (the final answer)
     needs_approval: bool = False  # the run pauses before each call until a human decides
     schema: dict | None = None    # JSON Schema of fn's arguments (None: read off fn)
 
     def __post_init__(self):
-        if not (isinstance(self.name, str) and self.name.replace("-", "").isidentifier()):
+        """Refuse a tool no call can reach; read the schema off fn if none is given."""
+        if not (type(self.name) is str and self.name.replace("-", "").isidentifier()):
             raise ValueError(f"a tool's name is a word like look_up_order (letters, "
                              f"digits, _ or -), not {self.name!r}")
+        if inspect.iscoroutinefunction(self.fn):  # a call would hand back a coroutine
+            raise TypeError(f"{self.name}: a Tool can't await an async def; wrap it "
+                            "with microagent.parallel.async_tool, which runs it for you")
+        params = inspect.signature(self.fn).parameters.values()
+        for p in params:  # a call is by keyword: *args and (x, /) can't be given one
+            if "KEYWORD" not in p.kind.name:  # POSITIONAL_ONLY or VAR_POSITIONAL
+                raise TypeError(f"{self.name}: a tool takes named parameters, not {p}")
         if self.schema is None:  # any value for a parameter; required if no default
-            params = inspect.signature(self.fn).parameters.values()
             self.schema = {"type": "object", "properties": {p.name: {} for p in params},
                            "required": [p.name for p in params if p.default is p.empty]}
 
     def __call__(self, **kwargs) -> str | Message:
+        """fn's result as text (None: "None"; the Tool adds no words), or its note."""
         out = self.fn(**kwargs)
         return out if isinstance(out, Message) else str(out)
 
     def run(self, args: str) -> Message:
         """Call the tool with a decision's arguments (JSON text): its note."""
-        kwargs = self.read(args)
-        if isinstance(kwargs, Message):  # they don't fit: the note says why
+        if isinstance(kwargs := self.read(args), Message):  # they don't fit: it says why
             return kwargs
-        try:
-            out = self.fn(**kwargs)
+        try:  # subtle: str(out) too, as a result may not become text (10**5000 can't)
+            out = self(**kwargs)
         except Exception as e:  # the tool's failure is news for the brain, not a crash
-            failed = f"{self.name} failed: {type(e).__name__}: {said_by(e)}"
-            return error_note(self.name, failed)
-        if isinstance(out, Message):  # a whole note (from an agent used as a tool): kept
-            return replace(out, role=TOOL, name=self.name)
-        return Message(TOOL, str(out), self.name)
+            return error_note(self.name, f"{self.name} failed: {type(e).__name__}: "
+                                         f"{said_by(e)}")
+        note = out if isinstance(out, Message) else Message(TOOL, out)
+        return replace(note, role=TOOL, name=self.name)  # a whole note (an agent's) kept
+
+    def problem(self, args: str) -> str | None:
+        """What is wrong with a call's arguments (JSON text), in words; None: they fit."""
+        try:
+            return _mismatch(read_json(args), self.schema, "the arguments")
+        except ValueError as e:  # not JSON we read
+            return str(e)
 
     def read(self, args: str) -> dict | Message:
         """The arguments (JSON text) as a dict, or the note saying why they don't fit."""
-        try:
-            kwargs = read_json(args)
-            problem = _mismatch(kwargs, self.schema, "the arguments")
-        except ValueError as e:
-            problem = str(e)
-        if problem:
+        if problem := self.problem(args):
             return error_note(self.name, f"bad arguments for {self.name}: {problem}")
-        return kwargs
+        return read_json(args)
 
 
 def error_note(tool_name: str, problem: str) -> Message:
     """A tool note that says what went wrong, flagged so that code can tell."""
-    return Message(TOOL, "error: " + problem, tool_name, error=True)
+    return Message(TOOL, f"error: {problem}", tool_name, error=True)
 
 
 def said_by(e: Exception) -> str:
@@ -123,9 +133,9 @@ def _once_each(pairs):
 
 
 def _finite(text):
-    if not math.isfinite(number := float(text)):  # NaN, Infinity, and 1e999 (read as inf)
-        raise ValueError(f"{text} is not a number JSON can hold")
-    return number
+    if math.isfinite(number := float(text)):  # not NaN, Infinity, or 1e999 (read as inf)
+        return number
+    raise ValueError(f"{text} is not a number JSON can hold")
 
 
 # made once: json.loads(text, hooks) would make a new decoder on every call
@@ -133,23 +143,21 @@ _STRICT = json.JSONDecoder(object_pairs_hook=_once_each, parse_float=_finite,
                            parse_constant=_finite)
 
 
-def _mismatch(value, schema, where):
-    """What is wrong with a JSON value for a schema, in words, or None if it fits."""
-    kinds = schema.get("type", ())
-    kinds = (kinds,) if isinstance(kinds, str) else kinds
-    is_a = JSON_TYPES.get(type(value))  # type(), not isinstance(): True is an int here
-    if kinds and is_a not in kinds and not (is_a == "integer" and "number" in kinds):
-        return (f"{where} must be {' or '.join(kinds)}, "
-                f"not {type(value).__name__} {value!r}")
-    # True == 1 == 1.0 in Python, so an enum compares the types too
-    if "enum" in schema and not any(type(v) is type(value) and v == value
-                                    for v in schema["enum"]):
-        return f"{where} must be one of {schema['enum']}, not {value!r}"
+def _mismatch(value, schema, at):
+    """What is wrong with a JSON value (`at` names it) for a schema; None if it fits."""
+    is_a = JSON_TYPES.get(type(value), "null")  # type(), not isinstance(): True is an int
+    kinds = schema.get("type", is_a)  # no type given: any type
+    if isinstance(kinds, str):
+        kinds = [kinds]
+    if is_a not in kinds and not (is_a == "integer" and "number" in kinds):
+        return f"{at} must be {' or '.join(kinds)}, not {type(value).__name__} {value!r}"
+    # True == 1 == 1.0 in Python, so an enum compares reprs, which tell them apart
+    if "enum" in schema and repr(value) not in map(repr, schema["enum"]):
+        return f"{at} must be one of {schema['enum']}, not {value!r}"
     if is_a == "object" and "properties" in schema:  # the arguments themselves
         props = schema["properties"]
         missing = [n for n in schema.get("required", ()) if n not in value]
-        if missing or value.keys() - props.keys():
-            odd = missing or [n for n in value if n not in props]
+        if odd := missing or [n for n in value if n not in props]:
             return (f"{'missing' if missing else 'unexpected'} {', '.join(odd)} "
                     f"(it takes: {', '.join(props) or 'nothing'})")
         for n, v in value.items():  # the first problem inside, if any
@@ -157,13 +165,12 @@ def _mismatch(value, schema, where):
                 return problem
     elif is_a == "array" and "items" in schema:
         for i, v in enumerate(value):
-            if problem := _mismatch(v, schema["items"], f"{where}[{i}]"):
+            if problem := _mismatch(v, schema["items"], f"{at}[{i}]"):
                 return problem
-    return None
 
 
 JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean",
-              dict: "object", list: "array", type(None): "null"}  # Python -> JSON type
+              dict: "object", list: "array"}  # Python -> JSON type, None: null
 
 final_answer = Tool("final_answer",
                     "Give the final answer to the person who asked; this ends the run.",

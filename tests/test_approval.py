@@ -2,6 +2,7 @@
 process too; the story of a verdict no other note can fake; and examples/pause_resume.py's defects."""
 
 import contextlib
+import dataclasses
 import importlib.util
 import io
 import json
@@ -83,6 +84,17 @@ def test_an_approver_that_answers_other_than_true_or_false_runs_nothing():
         TOOL, "error: wipe failed: TypeError: the approver must answer True or False, not 'no'", "wipe", error=True)
     with pytest.raises(ValueError, match="not the final answer"):
         gate(final_answer, lambda name, args: True)
+
+
+def test_a_gate_on_a_tool_that_already_waits_for_a_verdict_is_refused():
+    # gated and flagged, a refund would pause for a verdict and then ask the approver again after
+    # approve(): two asks for one call. One ask each: gate it or flag it.
+    asked = []
+    with pytest.raises(ValueError, match=r"issue_refund already waits for a human's verdict "
+                                         r"\(needs_approval=True\): gate it or flag it, not both"):
+        gate(refund, lambda name, args: asked.append(name) or True)
+    assert asked == []
+    assert not gate(dataclasses.replace(refund, needs_approval=False), lambda name, args: True).needs_approval
 
 
 # --- later: the pause, the verdict, and carrying it out ----------------------------------------------
@@ -302,6 +314,17 @@ def test_a_verdict_that_cannot_be_right_is_refused(give, problem):
     with pytest.raises(ValueError) as e:
         give(paused_refund())
     assert str(e.value) == problem
+
+
+@pytest.mark.parametrize("args", [{"order_id": "A1234", "amount": "79"}, {"order_id": "A1234"}, ["A1234", 79]])
+def test_a_verdict_gets_the_problem_from_the_tool_as_words_not_by_taking_a_note_apart(args, monkeypatch):
+    def no_note(self, text):
+        raise AssertionError("verdict read an error note to find the problem")
+    paused = paused_refund()
+    monkeypatch.setattr(type(refund), "read", no_note)
+    with pytest.raises(ValueError) as e:
+        approve(paused, refund, by="alice", args=args)
+    assert str(e.value) == f"the edited arguments don't fit issue_refund: {refund.problem(json.dumps(args))}"
 
 
 def test_a_programmers_mistake_in_a_verdict_is_a_type_error():

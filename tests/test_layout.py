@@ -154,7 +154,6 @@ def test_the_folders_map_names_every_file_of_the_book_and_every_folder_of_the_wo
         assert f"({folder}/README.md)" in map_, f"microagent/README.md does not point at {folder}/"
 
 
-@pytest.mark.xfail(strict=False, reason="the course is being trimmed (issue 26)")
 def test_the_course_reads_in_one_sitting_the_core_path_in_90_minutes_by_the_course_clock():
     times = course.reading_times()
     assert course.core_path(times) <= 90, f"notebooks 01-06 read in {course.core_path(times):.1f} minutes"

@@ -1,12 +1,14 @@
 """The four data pieces (notes, the notebook, coworkers, moves), and saving a notebook."""
 
 import dataclasses
+import functools
 import json
 from typing import Literal
 
 import pytest
 from hypothesis import given, strategies as st
 
+from microagent.agent import DONE, Agent
 from microagent.context import Context
 from microagent.message import ASSISTANT, ROLES, SYSTEM, TOOL, USER, Message
 from microagent.policy import Action
@@ -244,6 +246,91 @@ def test_the_decorator_works_bare_and_with_arguments():
 def test_a_tool_hands_back_a_string_whatever_its_function_returns():
     count = Tool("count", "Count.", lambda n: n * 2)
     assert count(n=21) == "42" and count.run('{"n": 21}').content == "42"
+
+
+class Mute:
+    def __str__(self):
+        raise RuntimeError("no words")
+
+
+@pytest.mark.parametrize("result, says", [
+    (lambda: 10**5000, "ValueError: Exceeds the limit (4300 digits) for integer string conversion"),
+    (Mute, "RuntimeError: no words"),
+    (lambda: b"bytes", None),  # a str() that works is the text, whatever it looks like
+])
+def test_a_result_that_cannot_become_text_is_an_error_note_not_a_crash(result, says):
+    odd = Tool("odd", "Hand back something odd.", result)
+    note = odd.run("{}")
+    if says is None:
+        assert note == Message(TOOL, "b'bytes'", "odd")
+    else:
+        assert note.error and note.name == "odd" and note.content.startswith(f"error: odd failed: {says}")
+        agent = Agent(scripted(Action("odd", {}), Action("final_answer", {"answer": "sorry"})), [odd, final_answer])
+        ctx = agent.run("go")  # the loop carries on: the brain reads the note and answers
+        assert [m.kind for m in ctx] == ["question", "decision", "result", "decision", "result"]
+        assert ctx[2] == note and agent.why_stop(ctx) == DONE
+
+
+def test_a_tool_whose_function_returns_nothing_writes_the_note_none():
+    # the Tool adds no words to a result: None, Python's own word for nothing, is its text
+    sent = []
+    send = Tool("send", "Send a message.", lambda text: sent.append(text))
+    assert send(text="hi") == "None" and send.run('{"text": "hi"}') == Message(TOOL, "None", "send")
+    assert sent == ["hi", "hi"]
+
+
+def first(x, /):
+    return x
+
+
+@pytest.mark.parametrize("fn, says", [
+    (lambda *numbers: sum(numbers), r"add: a tool takes named parameters, not \*numbers"),
+    (first, "add: a tool takes named parameters, not x"),
+    (lambda x, /, *rest: x, "add: a tool takes named parameters, not x"),
+    (len, "add: a tool takes named parameters, not obj"),
+])
+def test_a_function_no_call_by_name_can_fit_is_refused_when_the_tool_is_made(fn, says):
+    with pytest.raises(TypeError, match=says):
+        Tool("add", "Add numbers.", fn)
+    with pytest.raises(TypeError, match=says):  # a schema given by hand can't name them either
+        Tool("add", "Add numbers.", fn, schema={"type": "object", "properties": {"x": {}}})
+
+
+def test_keyword_only_parameters_and_keywords_taken_whole_are_fine():
+    assert Tool("t", "d", lambda a, *, b=1: a).schema["required"] == ["a"]
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}}
+    assert Tool("t", "d", lambda **kw: kw["q"], schema=schema).run('{"q": "hi"}').content == "hi"
+
+
+async def slow_lookup(order_id: str) -> str:
+    """Look up an order, slowly."""
+    return order_id
+
+
+@pytest.mark.parametrize("make", [
+    lambda: Tool("slow_lookup", "Look up an order, slowly.", slow_lookup),
+    lambda: as_tool(slow_lookup),
+    lambda: Tool("slow", "d", functools.partial(slow_lookup, "A1"), schema={"type": "object"}),
+])
+def test_an_async_def_is_refused_when_the_tool_is_made_and_told_what_to_do(make):
+    with pytest.raises(TypeError, match=r"a Tool can't await an async def; wrap it with "
+                                        r"microagent\.parallel\.async_tool"):
+        make()
+
+
+def test_a_tools_problem_is_the_words_its_error_note_is_built_from():
+    @as_tool
+    def refund(order_id: str, amount: float) -> str:
+        """Refund an order."""
+        return "ok"
+    for text, problem in [('{"order_id": "A1", "amount": 79}', None),
+                          ('{"order_id": "A1"}', "missing amount (it takes: order_id, amount)"),
+                          ('{"order_id": "A1", "amount": 1, "amount": 2}', '"amount" is given twice: say each once'),
+                          ('{"order_id": "A1', "the text is not valid JSON (Unterminated string starting at: "
+                                               "line 1 column 14 (char 13))")]:
+        assert refund.problem(text) == problem
+        assert refund.read(text) == ({"order_id": "A1", "amount": 79} if problem is None else
+                                     Message(TOOL, f"error: bad arguments for refund: {problem}", "refund", error=True))
 
 
 @pytest.mark.parametrize("args, problem", [
