@@ -21,13 +21,15 @@ story work as for any coworker. Each piece is there for a reason (README.md):
   `max_result` characters with a note saying so; `isError` makes an error note.
 - Only a few harmless variables of your environment reach the server (PATH,
   HOME, ...); pass the rest with `env=`, and their values are blanked out of
-  everything the server says back.
+  everything the server says back, as it is read, before anything is cut.
+- A tool's name becomes one the chat APIs take (letters, digits, _ and -, at most
+  64), none reading like another (`Get-Sum` beside `get_sum`) or like final_answer.
 - A call made inside a span (a traced tool's: `traced(tool, record)`) carries
   its `traceparent` in `params._meta` (SEP-414), so the server's spans join
   the caller's trace.
 - A server that dies, hangs at the start or writes something that is not MCP
   gives an error that names it and says what to do; `close()` closes its stdin,
-  then terminates it, then kills it.
+  then terminates it, then kills it, with whatever it started (its process group).
 
 What it leaves out: transports other than stdio, resources and prompts, and the
 requests a server may send back (sampling, elicitation, roots: it declares none
@@ -134,8 +136,8 @@ class Server:
         self.heard = collections.deque(maxlen=HEARD)
         self.skipped = []  # sentences: tools the server listed that could not be made
         # the values you passed: never quoted back (a server may print its key)
-        self._secrets = {k: v for k, v in sorted((env or {}).items(), key=lambda kv:
-                                                 -len(kv[1])) if len(v) >= 6}  # longest first
+        passed = sorted((env or {}).items(), key=lambda kv: -len(kv[1]))  # a value inside
+        self._secrets = {k: v for k, v in passed if len(v) >= 6}  # another: the longer first
         self._pending, self._lock = {}, threading.Lock()
         self._ids = itertools.count(1)
         self._gone = None  # why the connection is over, once it is (a sentence)
@@ -170,9 +172,11 @@ class Server:
         """The server's tools, each a Tool: its name (`prefix` before it), its
         description, and its inputSchema as the schema each call is checked against.
 
-        A name Tool can't take ('admin.tools.list') is given one it can
-        ('admin_tools_list'); the call still goes out under the server's own name.
-        `timeout`: seconds for each call (None: the server's timeout).
+        A name a chat API won't take ('admin.tools.list', 'météo') is given one it
+        takes ('admin_tools_list', 'meteo': `local_name`); the call still goes out
+        under the server's own name. A tool whose name reads like final_answer is
+        left out (`skipped` says so). `timeout`: seconds for each call (None: the
+        server's timeout).
         """
         if timeout is not None:
             _seconds("timeout", timeout)
@@ -604,6 +608,8 @@ class Server:
 
     def _blanked(self, value):
         """A message (JSON) with your secrets blanked out of every string in it, keys too."""
+        if not self._secrets:
+            return value
         if isinstance(value, str):
             return self._blank(value)
         if isinstance(value, list):

@@ -21,7 +21,9 @@ no answer, though a Python function already running can't be stopped and runs
 to its end. When stdin closes, a call under way has LINGER seconds to finish and
 be answered; then serve returns, and the server exits without waiting for it.
 While it serves, anything written to stdout by the tools (a print, a child
-process) goes to stderr instead, so it can't break the stream.
+process) goes to stderr instead, so it can't break the stream, and stdin is
+/dev/null, so nothing they run can read it. A tool that raises, even SystemExit,
+is a tool error, and its worker goes on.
 
 Each call runs inside `tracing(traceparent)` of the header its params._meta
 carries (SEP-414), so a tool served traced (`traced(tool, record)`, or
