@@ -4,9 +4,10 @@
   @modelcontextprotocol/server-everything (npm; it speaks only 2025-11-25), both real
   subprocesses: list, call, an error result, an unknown tool, other kinds of content, a call
   cancelled mid-way, a timeout, a flood on stderr, a server killed mid-call;
-- the client against small servers that die, hang, print garbage or won't stop (tests/mcp_fakes.py);
+- the client against small servers that die, hang, print garbage, won't stop, leave children
+  running, say their key everywhere, or name their tools oddly (tests/mcp_fakes.py);
 - the server (`python -m microagent.mcp`) with the official `mcp` SDK's client in its three
-  modes, and against hostile lines;
+  modes, against hostile lines, and with tools that exit or read stdin;
 - the refund office whose order lookup is an MCP server, end to end;
 - trace context in params._meta (SEP-414): our client's against a server written with the
   official SDK, and whatever _meta our server is sent (tests/test_otel.py has the spans of
@@ -297,7 +298,7 @@ needs_proc = pytest.mark.skipif(not pathlib.Path("/proc/self/stat").exists(), re
 
 
 @needs_proc
-def test_close_stops_what_the_server_started_though_the_server_itself_goes_when_its_stdin_ends(quick_stop):
+def test_close_stops_what_the_server_started_though_the_server_itself_goes_when_its_stdin_ends():
     server = connect([*FAKES, "parent"], name="parent")
     child = int(server.call("spawn", {}))  # it holds the server's stdout and stderr, and outlives it
     assert running(child)
