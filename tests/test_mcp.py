@@ -313,6 +313,7 @@ def test_a_server_that_dies_mid_call_while_its_child_holds_its_stdout_is_gone_no
     with connect([*FAKES, "parent"], name="parent", timeout=20) as server:
         note = server.call("crash", {})  # it exits; its child keeps its stdout open, so no end comes
         child = re.search(r"child (\d+) left", note.content)
+        assert child, note.content  # (it used to wait out its timeout: "did not answer")
         assert note.error and note.content == (f"error: the MCP server parent exited with code 4; its stderr "
                                                f"ends: 'crashing, child {child[1]} left behind'. Connect again "
                                                "to start it anew")
