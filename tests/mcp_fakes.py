@@ -9,13 +9,23 @@
     python tests/mcp_fakes.py orders     the order desk served by the official mcp SDK (MCPServer)
     python tests/mcp_fakes.py meta       a tool, served by the official SDK, that says the _meta it was
                                          called with and the span OpenTelemetry's own code read from it
+    python tests/mcp_fakes.py parent     starts children that hold its stdout and stderr: `spawn` one and
+                                         say its pid, or `crash` (exit 4) leaving one behind; exits when
+                                         stdin ends, its children left running
+    python tests/mcp_fakes.py names N    lists tools named as the JSON list N says; a call answers with its name
+    python tests/mcp_fakes.py leaky      says the value of $SECRET_KEY everywhere it can: its info, its
+                                         tool's schema, a notification, a result that is not an object,
+                                         its stderr, and a line that is not JSON
 
-It also holds tools for `python -m microagent.mcp mcp_fakes:noisy mcp_fakes:slow` (run
-from tests/): one that prints on stdout while it is served, one that takes its time.
+It also holds tools for `python -m microagent.mcp tests.mcp_fakes:noisy tests.mcp_fakes:slow ...`
+(run from the project's folder, so that the server is this folder's microagent): one that prints on stdout while it is served, one that takes its time, one that
+raises SystemExit, and two that read stdin (a child process, and input()).
 """
 
 import json
+import os
 import signal
+import subprocess
 import sys
 import time
 
@@ -33,7 +43,16 @@ def _slow(seconds: float) -> str:
     return f"slept {seconds}"
 
 
+def _stdin_of_a_child() -> str:
+    child = subprocess.run([sys.executable, "-c", "import sys; print(repr(sys.stdin.read()))"],
+                           stdout=subprocess.PIPE, text=True, timeout=60)
+    return f"the child read {child.stdout.strip()}"
+
+
 noisy = Tool("noisy", "Print something on stdout, then answer.", _noisy)
+quits = Tool("quits", "Raise SystemExit.", lambda: sys.exit(3))
+child_reads = Tool("child_reads", "Run a child process that reads its stdin.", _stdin_of_a_child)
+asks = Tool("asks", "Ask with input().", lambda: f"input() gave {input()!r}")
 slow = Tool("slow", "Sleep a while, then answer.", _slow,
             schema={"type": "object", "properties": {"seconds": {"type": "number"}}, "required": ["seconds"]})
 
@@ -57,6 +76,82 @@ def stubborn():
         print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
     while True:  # stdin closed: a well-behaved server would exit here
         time.sleep(1)
+
+
+def handshake(msg, name, tools) -> dict | None:
+    """What a handshake-era server answers to server/discover (an error), initialize and tools/list;
+    None to anything else."""
+    method, id_ = msg.get("method"), msg.get("id")
+    if method == "server/discover":
+        return {"jsonrpc": "2.0", "id": id_, "error": {"code": -32601, "message": "Method not found"}}
+    if method == "initialize":
+        return {"jsonrpc": "2.0", "id": id_, "result": {"protocolVersion": "2025-11-25", "capabilities": {},
+                                                         "serverInfo": {"name": name, "version": "1"}}}
+    if method == "tools/list":
+        tools = [{"name": tool, "inputSchema": {"type": "object"}} for tool in tools]
+        return {"jsonrpc": "2.0", "id": id_, "result": {"tools": tools}}
+    return None
+
+
+def parent():
+    """A handshake-era server whose children outlive it, holding its stdout and stderr open."""
+    def child():
+        return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"],
+                                stdin=subprocess.DEVNULL).pid  # its stdout and stderr: ours
+    for raw in sys.stdin:
+        msg = json.loads(raw)
+        answer = handshake(msg, "parent", ["spawn", "crash"])
+        if msg.get("method") == "tools/call" and msg["params"]["name"] == "spawn":
+            answer = {"jsonrpc": "2.0", "id": msg["id"], "result": {"content": [{"type": "text",
+                                                                                 "text": str(child())}]}}
+        elif msg.get("method") == "tools/call":
+            sys.stderr.write(f"crashing, child {child()} left behind\n")
+            sys.stderr.flush()
+            os._exit(4)
+        if answer is not None:
+            print(json.dumps(answer), flush=True)
+
+
+def names(listed):
+    """A handshake-era server with a tool of each name; a call says the name it was called by."""
+    for raw in sys.stdin:
+        msg = json.loads(raw)
+        answer = handshake(msg, "names", listed)
+        if msg.get("method") == "tools/call":
+            text = f"called {msg['params']['name']}"
+            answer = {"jsonrpc": "2.0", "id": msg["id"], "result": {"content": [{"type": "text", "text": text}]}}
+        if answer is not None:
+            print(json.dumps(answer), flush=True)
+
+
+def leaky():
+    """A handshake-era server that says the value of $SECRET_KEY in every place it can."""
+    key = os.environ["SECRET_KEY"]
+    sys.stderr.write(f"starting with {key}\n{'.' * 100} ready\n")
+    sys.stderr.flush()
+
+    def send(message):
+        print(json.dumps(message), flush=True)
+    for raw in sys.stdin:
+        msg = json.loads(raw)
+        method, id_ = msg.get("method"), msg.get("id")
+        if method == "server/discover":
+            send(handshake(msg, "leaky", []))
+        elif method == "initialize":
+            send({"jsonrpc": "2.0", "id": id_, "result": {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "instructions": f"use {key}",
+                "serverInfo": {"name": "leaky", "version": key, "title": "x" * 180 + key}}})
+        elif method == "tools/list":
+            send({"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": f"listing for {key}"}})
+            schema = {"type": "object", "properties": {"token": {"type": "string", "enum": [key],
+                                                                 "description": f"say {key}"}}}
+            send({"jsonrpc": "2.0", "id": id_, "result": {"tools": [
+                {"name": "not_an_object", "description": "x" * 180 + key, "inputSchema": schema},
+                {"name": "garbage", "inputSchema": {"type": "object"}}]}})
+        elif method == "tools/call" and msg["params"]["name"] == "not_an_object":
+            send({"jsonrpc": "2.0", "id": id_, "result": "x" * 170 + key})
+        elif method == "tools/call":
+            print("x" * 176 + key + " and more", flush=True)  # the key across the 200th character
 
 
 ODD_TOOLS = [
@@ -145,3 +240,9 @@ if __name__ == "__main__":
         orders()
     elif mode == "meta":
         meta()
+    elif mode == "parent":
+        parent()
+    elif mode == "leaky":
+        leaky()
+    elif mode == "names":
+        names(json.loads(sys.argv[2]))

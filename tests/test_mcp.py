@@ -4,9 +4,10 @@
   @modelcontextprotocol/server-everything (npm; it speaks only 2025-11-25), both real
   subprocesses: list, call, an error result, an unknown tool, other kinds of content, a call
   cancelled mid-way, a timeout, a flood on stderr, a server killed mid-call;
-- the client against small servers that die, hang, print garbage or won't stop (tests/mcp_fakes.py);
+- the client against small servers that die, hang, print garbage, won't stop, leave children
+  running, say their key everywhere, or name their tools oddly (tests/mcp_fakes.py);
 - the server (`python -m microagent.mcp`) with the official `mcp` SDK's client in its three
-  modes, and against hostile lines;
+  modes, against hostile lines, and with tools that exit or read stdin;
 - the refund office whose order lookup is an MCP server, end to end;
 - trace context in params._meta (SEP-414): our client's against a server written with the
   official SDK, and whatever _meta our server is sent (tests/test_otel.py has the spans of
@@ -33,11 +34,12 @@ from microagent import CANCELLED, DONE, Action, Agent, Tool, final_answer, scrip
 from microagent.demo import QUESTION, support_agent
 from microagent.mcp import McpError, checkable, client, connect, serve
 from microagent.mcp.__main__ import main
-from microagent.mcp.client import cut, local_name, said
+from microagent.mcp.client import cut, local_name, reads_as, said
 from microagent.mcp.wire import MAX_LINE
 from microagent.spans import current, parse, traced, traceparent, tracing
 
 TESTS = pathlib.Path(__file__).resolve().parent
+ROOT = TESTS.parent  # a server started here imports this folder's microagent
 FAKES = [sys.executable, str(TESTS / "mcp_fakes.py")]
 OURS = [sys.executable, "-m", "microagent.mcp"]
 CALLER = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"  # a span in another process
@@ -75,6 +77,14 @@ def wait_until(condition, seconds=5.0):
     while not condition():
         assert time.monotonic() < deadline, "it never happened"
         time.sleep(0.02)
+
+
+def running(pid):
+    """Whether process `pid` runs (a zombie, dead but not reaped, does not)."""
+    try:
+        return (pathlib.Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 def progress(server, token):
@@ -166,6 +176,39 @@ def test_the_server_sees_only_harmless_variables_and_what_you_pass_is_blanked_in
     assert '"SERVICE_TOKEN": "[SERVICE_TOKEN]"' in seen and "tok-0123456789" not in seen
 
 
+KEY = "sk-live-" + "QZXJ" * 9  # 44 characters
+
+
+def leaks(text: str) -> bool:
+    """Whether any 8 characters in a row of KEY are in `text`."""
+    return any(KEY[i:i + 8] in text for i in range(len(KEY) - 7))
+
+
+def test_a_value_given_with_env_is_blanked_from_all_the_server_says_before_anything_is_cut():
+    with connect([*FAKES, "leaky"], name="leaky", env={"SECRET_KEY": KEY}) as server:
+        tools = server.tools()
+        wait_until(lambda: "ready" in server.stderr())
+        said = {"info": json.dumps(server.info), "instructions": server.instructions,
+                "descriptions": [t.description for t in tools], "schemas": [t.schema for t in tools],
+                "heard": list(server.heard), "not an object": tools[0].run("{}").content,
+                "stderr": [server.stderr(most) for most in range(1, 200)]}
+        said["garbage"] = tools[1].run("{}").content  # the key across the 200th character of the line
+        said["after"] = repr(server)
+    assert [what for what, text in said.items() if leaks(json.dumps(text, ensure_ascii=False))] == []
+    assert server.instructions == "use [SECRET_KEY]" and server.info["version"] == "[SECRET_KEY]"
+    assert tools[0].schema["properties"]["token"] == {"type": "string", "enum": ["[SECRET_KEY]"],
+                                                      "description": "say [SECRET_KEY]"}
+    assert said["not an object"].endswith("x[SECRET_KEY]\"'")
+    assert "not JSON: 'xxx" in said["garbage"] and "x[SECRET_KEY] and more'" in said["garbage"]
+
+
+def test_a_key_cut_in_two_where_the_kept_tail_of_stderr_begins_is_not_shown(monkeypatch):
+    monkeypatch.setattr(client, "TAIL", 130)  # the last 130 bytes: the key's last 22, then 108 more
+    with connect([*FAKES, "leaky"], name="leaky", env={"SECRET_KEY": KEY}) as server:
+        wait_until(lambda: "ready" in server.stderr())
+        assert not leaks(server.stderr(200)) and server.stderr(200).endswith("..... ready\n")
+
+
 def test_the_agents_cancel_calls_off_a_long_operation_mid_way_and_the_server_keeps_sending_progress(
         everything_command):
     stop = threading.Event()
@@ -251,6 +294,33 @@ def test_a_server_stops_when_its_stdin_closes_and_one_that_wont_is_killed(everyt
                                                "connect again to use it")
 
 
+needs_proc = pytest.mark.skipif(not pathlib.Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
+
+
+@needs_proc
+def test_close_stops_what_the_server_started_though_the_server_itself_goes_when_its_stdin_ends():
+    server = connect([*FAKES, "parent"], name="parent")
+    child = int(server.call("spawn", {}))  # it holds the server's stdout and stderr, and outlives it
+    assert running(child)
+    server.close()
+    assert server._proc.returncode == 0  # the server went when its stdin ended...
+    assert not running(child)  # ...and its child, in its process group, was stopped with it
+    assert not any(thread.is_alive() for thread in server._threads)  # so its pipes ended, and our readers
+
+
+@needs_proc
+def test_a_server_that_dies_mid_call_while_its_child_holds_its_stdout_is_gone_not_slow():
+    with connect([*FAKES, "parent"], name="parent", timeout=20) as server:
+        note = server.call("crash", {})  # it exits; its child keeps its stdout open, so no end comes
+        child = re.search(r"child (\d+) left", note.content)
+        assert child, note.content  # (it used to wait out its timeout: "did not answer")
+        assert note.error and note.content == (f"error: the MCP server parent exited with code 4; its stderr "
+                                               f"ends: 'crashing, child {child[1]} left behind'. Connect again "
+                                               "to start it anew")
+        assert server.call("spawn", {}).content == note.content
+    assert not running(int(child[1]))
+
+
 def test_odd_tools_get_names_and_schemas_tool_takes_and_odd_answers_are_read_or_refused(quick_stop):
     with connect([*FAKES, "odd"], name="odd") as server:
         assert server.protocol == "2025-06-18"
@@ -270,6 +340,22 @@ def test_odd_tools_get_names_and_schemas_tool_takes_and_odd_answers_are_read_or_
         garbled = tools["_2fa"].run("{}")
         assert garbled.error and "is not an MCP message" in garbled.content and "given twice" in garbled.content
         assert tools["admin_tools_list"].run('{"x": 1}').content == garbled.content
+
+
+def test_tool_names_become_names_chat_apis_take_and_none_reads_like_another_or_like_final_answer():
+    names = ["météo", "mé téo", "fіnal_answer", "final-answer", "Final_Answer", "ﬁnal_answer", "get-sum",
+             "Get_Sum", "a" * 80, "a" * 70, "2fa"]  # a Cyrillic і; a ligature ﬁ
+    with connect([*FAKES, "names", json.dumps(names)], name="names") as server:
+        tools = server.tools()
+        assert [t.name for t in tools] == ["meteo", "me_teo", "f_nal_answer", "get-sum", "Get_Sum_2", "a" * 64,
+                                           "a" * 62 + "_2", "_2fa"]
+        assert all(re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", t.name) for t in tools)
+        assert server.skipped == [f"{name!r}: its name reads like final_answer, the tool that ends a run; give "
+                                  "tools(prefix=...) to keep it apart" for name in names[3:6]]
+        # each call goes out under the server's own name
+        assert [t.run("{}").content for t in tools] == [f"called {n}" for n in names[:3] + names[6:]]
+        Agent(scripted(), [*tools, final_answer])  # no two of its tools share a name
+        assert [t.name for t in server.tools(prefix="w_")][2:4] == ["w_f_nal_answer", "w_final-answer"]
 
 
 # -- servers that go wrong at the start -----------------------------------------------
@@ -364,7 +450,7 @@ def test_our_server_answers_hostile_lines_with_errors_and_goes_on_serving():
                      ask(3, "resources/list"), ask(4, "tools/call", {"name": "check_policy", "arguments": "x"}),
                      ask(5, "tools/call", {"name": "look_up_order", "arguments": {"order_id": "A1234"}}))
     assert [(a["id"], a.get("error", {}).get("code")) for a in answers[:8]] == [
-        (None, -32700), (None, -32700), (None, -32600), (None, -32700), (1, -32602), (2, -32022), (3, -32601),
+        (None, -32700), (None, -32600), (None, -32600), (None, -32700), (1, -32602), (2, -32022), (3, -32601),
         (4, -32602)]
     assert answers[5]["error"]["data"] == {"supported": ["2026-07-28"], "requested": "1999"}
     assert "must carry io.modelcontextprotocol/protocolVersion" in answers[4]["error"]["message"]
@@ -372,6 +458,35 @@ def test_our_server_answers_hostile_lines_with_errors_and_goes_on_serving():
         "content": [{"type": "text", "text": "A1234, Wireless Headphones, $79, delivered, reported defective"}],
         "isError": False, "resultType": "complete",
         "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "microagent", "version": "0.1.0"}}}}
+
+
+def test_json_that_is_no_request_and_a_request_not_of_json_rpc_2_are_invalid_requests():
+    batch = b"[" + ask(1, "ping").strip() + b", " + ask(2, "ping").strip() + b"]\n"
+    answers = served(b"[1, 2]\n", b"[]\n", b"5\n", b"null\n", b'"ping"\n', batch,
+                     b'{"jsonrpc": "1.0", "id": 7, "method": "ping"}\n', b'{"id": 8, "method": "ping"}\n',
+                     b'{"jsonrpc": 2, "method": "notifications/initialized"}\n', ask(9, "ping"))
+    assert [(a["id"], a.get("error", {}).get("code")) for a in answers] == [
+        *[(None, -32600)] * 6, (7, -32600), (8, -32600), (None, -32600), (9, None)]
+    assert answers[5]["error"]["message"].startswith("not a JSON-RPC message (a JSON object): '[{")
+    assert answers[5]["error"]["message"].endswith("a batch (an array) is not taken: send each request on a "
+                                                   "line of its own")
+    assert answers[6]["error"]["message"] == 'this server speaks JSON-RPC 2.0: each request says "jsonrpc": "2.0"'
+
+
+def test_a_request_that_names_a_handshake_version_in_its_meta_is_refused_until_initialize():
+    ran = []
+    lookup = Tool("look_up_order", "Look up an order.", lambda order_id: ran.append(order_id) or "found")
+    call = {"name": "look_up_order", "arguments": {"order_id": "A1"}}
+    answers = served(ask(1, "tools/list", version="2025-11-25"), ask(2, "tools/call", call, version="2025-11-25"),
+                     ask(3, "server/discover", version="2025-06-18"), tools=[lookup])
+    assert [(a["id"], a["error"]["code"], a["error"]["data"]) for a in answers] == [
+        (1, -32022, {"supported": ["2026-07-28"], "requested": "2025-11-25"}),
+        (2, -32022, {"supported": ["2026-07-28"], "requested": "2025-11-25"}),
+        (3, -32022, {"supported": ["2026-07-28"], "requested": "2025-06-18"})]
+    assert answers[0]["error"]["message"] == ("protocol version '2025-11-25' is not spoken here; this server "
+                                              "speaks 2026-07-28, and 2024-11-05, 2025-03-26, 2025-06-18, "
+                                              "2025-11-25 after initialize")
+    assert ran == []
 
 
 def test_our_server_speaks_the_handshake_after_initialize_and_discover_before_it():
@@ -404,8 +519,8 @@ def test_whatever_it_is_sent_our_server_writes_only_json_rpc_and_never_falls_ove
 
 
 def test_a_tool_that_prints_cannot_break_the_stream_and_a_called_off_call_gets_no_answer():
-    office = [*OURS, "mcp_fakes:noisy", "mcp_fakes:slow"]
-    with connect(office, name="office", cwd=str(TESTS)) as server:
+    office = [*OURS, "tests.mcp_fakes:noisy", "tests.mcp_fakes:slow"]
+    with connect(office, name="office", cwd=str(ROOT)) as server:
         assert server.call("noisy", {"text": "hello"}) == "said hello"
         wait_until(lambda: "a print in a tool, on stdout hello" in server.stderr())
         before = len(server.heard)
@@ -417,6 +532,18 @@ def test_a_tool_that_prints_cannot_break_the_stream_and_a_called_off_call_gets_n
         server.call("slow", {"seconds": 30}, timeout=0.1)  # still asleep when stdin closes...
         started = time.monotonic()
     assert server._proc.returncode == 0 and time.monotonic() - started < 1.8  # ...yet it exits, after LINGER
+
+
+def test_a_tool_reads_nothing_of_the_mcp_stream_and_one_that_raises_system_exit_is_an_error_not_a_dead_worker():
+    office = [*OURS, "tests.mcp_fakes:child_reads", "tests.mcp_fakes:asks", "tests.mcp_fakes:quits"]
+    with connect(office, name="office", cwd=str(ROOT), timeout=20) as server:
+        # file 0 is /dev/null while it serves: a child process, or input(), reads nothing of ours
+        assert server.call("child_reads", {}) == "the child read ''"
+        assert server.call("asks", {}).content == "error: asks failed: EOFError: EOF when reading a line"
+        # four workers: each SystemExit used to end one for good, and then no call was answered again
+        quits = [server.call("quits", {}) for _ in range(6)]
+        assert {note.content for note in quits} == {"error: quits failed: SystemExit: 3"}
+        assert server.call("child_reads", {}) == "the child read ''"
 
 
 def test_a_tool_that_needs_approval_is_listed_but_never_run_by_an_mcp_call():
@@ -488,10 +615,11 @@ def test_any_result_reads_as_text_no_longer_than_its_cap_and_the_note(result, mo
     assert len(text) <= most or text.split("\n[cut: ")[0] == said(result)[:most]
 
 
-@given(st.text(max_size=20), st.sets(st.text(max_size=6), max_size=4))
-def test_any_mcp_name_becomes_a_name_tool_takes_and_no_other_tool_has(name, taken):
+@given(st.text(max_size=80), st.sets(st.text(max_size=6), max_size=4))
+def test_any_mcp_name_becomes_a_name_chat_apis_and_tool_take_and_reads_like_no_name_taken(name, taken):
     found = local_name(name, taken)
-    assert found not in taken
+    assert re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", found)
+    assert reads_as(found) not in {reads_as(t) for t in taken}
     Tool(found, "a tool", lambda: "x")  # takes it
 
 

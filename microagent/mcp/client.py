@@ -21,13 +21,15 @@ story work as for any coworker. Each piece is there for a reason (README.md):
   `max_result` characters with a note saying so; `isError` makes an error note.
 - Only a few harmless variables of your environment reach the server (PATH,
   HOME, ...); pass the rest with `env=`, and their values are blanked out of
-  everything the server says back.
+  everything the server says back, as it is read, before anything is cut.
+- A tool's name becomes one the chat APIs take (letters, digits, _ and -, at most
+  64), none reading like another (`Get-Sum` beside `get_sum`) or like final_answer.
 - A call made inside a span (a traced tool's: `traced(tool, record)`) carries
   its `traceparent` in `params._meta` (SEP-414), so the server's spans join
   the caller's trace.
 - A server that dies, hangs at the start or writes something that is not MCP
   gives an error that names it and says what to do; `close()` closes its stdin,
-  then terminates it, then kills it.
+  then terminates it, then kills it, with whatever it started (its process group).
 
 What it leaves out: transports other than stdio, resources and prompts, and the
 requests a server may send back (sampling, elicitation, roots: it declares none
@@ -46,13 +48,14 @@ import signal
 import subprocess
 import threading
 import time
+import unicodedata
 
 from microagent.message import TOOL, Message
 from microagent.mcp.wire import (CAPABILITIES_KEY, CLIENT_KEY, LEGACY, MAX_LINE, MODERN,
                                  METHOD_NOT_FOUND, SERVER_KEY, UNSUPPORTED_VERSION, VERSION_KEY,
                                  line, message, quote, reply)
 from microagent.spans import current
-from microagent.tool import Tool
+from microagent.tool import Tool, final_answer
 
 MAX_RESULT = 40_000  # characters of a result the brain reads (about 10,000 tokens)
 PROBE = 5.0     # seconds to wait for server/discover before trying the handshake
@@ -61,6 +64,7 @@ TICK = 0.05     # seconds between looks at a cancel event while a request waits
 TAIL = 16 << 10  # bytes of the server's stderr kept, to quote when it dies
 HEARD = 1000    # notifications kept in `heard`, the newest
 MAX_PAGES = 100  # pages of tools/list before a server is taken to loop for ever
+NAME_LIMIT = 64  # characters of a tool's name the chat APIs take
 CLIENT = {"name": "microagent", "version": "0.1.0"}
 # what of your environment a server sees unless you pass env=: nothing secret
 PASSED_ON = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL",
@@ -132,14 +136,15 @@ class Server:
         self.heard = collections.deque(maxlen=HEARD)
         self.skipped = []  # sentences: tools the server listed that could not be made
         # the values you passed: never quoted back (a server may print its key)
-        self._secrets = {k: v for k, v in (env or {}).items() if len(v) >= 6}
+        passed = sorted((env or {}).items(), key=lambda kv: -len(kv[1]))  # a value inside
+        self._secrets = {k: v for k, v in passed if len(v) >= 6}  # another: the longer first
         self._pending, self._lock = {}, threading.Lock()
         self._ids = itertools.count(1)
         self._gone = None  # why the connection is over, once it is (a sentence)
         self._seen = self._listed = self._changed = 0  # counts of messages read
         self._tail, self._tail_lock = bytearray(), threading.Lock()
         self._outbox = queue.Queue()
-        self._closed = self._garbled = False
+        self._closed = self._garbled = self._trimmed = False
         try:
             self._proc = subprocess.Popen(
                 list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -154,6 +159,7 @@ class Server:
                                             (self._write, "writer"))]
         for thread in self._threads:
             thread.start()
+        threading.Thread(target=self._watch, daemon=True, name="mcp watcher").start()
         try:
             self._open()
         except BaseException:
@@ -166,9 +172,11 @@ class Server:
         """The server's tools, each a Tool: its name (`prefix` before it), its
         description, and its inputSchema as the schema each call is checked against.
 
-        A name Tool can't take ('admin.tools.list') is given one it can
-        ('admin_tools_list'); the call still goes out under the server's own name.
-        `timeout`: seconds for each call (None: the server's timeout).
+        A name a chat API won't take ('admin.tools.list', 'météo') is given one it
+        takes ('admin_tools_list', 'meteo': `local_name`); the call still goes out
+        under the server's own name. A tool whose name reads like final_answer is
+        left out (`skipped` says so). `timeout`: seconds for each call (None: the
+        server's timeout).
         """
         if timeout is not None:
             _seconds("timeout", timeout)
@@ -223,31 +231,31 @@ class Server:
     def stderr(self, most: int = 2000) -> str:
         """The last `most` characters the server wrote to its stderr (your secrets blanked)."""
         with self._tail_lock:
-            text = bytes(self._tail).decode("utf-8", "replace")
-        return self._blank(text[-most:])
+            text, trimmed = bytes(self._tail).decode("utf-8", "replace"), self._trimmed
+        text = self._blank(text)  # first, and only then cut: a key cut in two is not blanked
+        if trimmed:  # the oldest bytes were let go, maybe in the middle of a key
+            text = text[max(map(len, self._secrets.values()), default=0):]
+        return text[-most:]
 
     @property
     def pid(self) -> int:
         return self._proc.pid
 
     def close(self) -> None:
-        """Stop the server: close its stdin, then SIGTERM, then SIGKILL, each after GRACE s."""
+        """Stop the server and whatever it started: close its stdin, then SIGTERM its
+        process group, then SIGKILL it, each after GRACE s unless all of it is gone."""
         if self._closed:
             return
         self._closed = True
         self._end(f"the connection to the MCP server {self.name} was closed; "
                   "connect again to use it")
         self._outbox.put(None)  # the writer closes stdin once what it holds is sent
-        for stop in (None, signal.SIGTERM, signal.SIGKILL):
-            if stop is not None:
-                self._signal(stop)
-            try:
-                self._proc.wait(GRACE)
-                break
-            except subprocess.TimeoutExpired:
-                continue
+        self._stop()
+        # with the group gone its pipes are at their end, and the threads with them; a
+        # process that left the group (setsid) may still hold them: GRACE s in all, then on
+        deadline = time.monotonic() + GRACE
         for thread in self._threads:
-            thread.join(GRACE)
+            thread.join(max(0.0, deadline - time.monotonic()))
         reader, drain, _ = self._threads
         for thread, pipe in ((reader, self._proc.stdout), (drain, self._proc.stderr)):
             if not thread.is_alive():  # (closing a pipe a thread still reads would block)
@@ -310,7 +318,7 @@ class Server:
         self.protocol = version
         self.info = info if isinstance(info, dict) else {}
         said = found.get("instructions")
-        self.instructions = self._blank(said) if isinstance(said, str) else ""
+        self.instructions = said if isinstance(said, str) else ""
 
     def _at_start(self, e: McpError, method: str) -> McpError:
         """The error for a server that would not start speaking MCP: what, and what to do."""
@@ -406,6 +414,10 @@ class Server:
             self.skipped.append(f"{name!r}: its inputSchema is not a JSON Schema of an "
                                 f"object: {quote(json.dumps(schema))}")
             return None
+        if reads_as(local_name(prefix + name)) == reads_as(final_answer.name):
+            self.skipped.append(f"{name!r}: its name reads like {final_answer.name}, the tool "
+                                "that ends a run; give tools(prefix=...) to keep it apart")
+            return None
         about = spec.get("description")
         about = about if isinstance(about, str) and about else spec.get("title") or name
         fit = checkable(schema)
@@ -413,8 +425,7 @@ class Server:
 
         def call(**arguments) -> str | Message:
             return self.call(name, arguments, timeout=timeout)
-        return Tool(local_name(prefix + name, taken), self._blank(str(about)), call,
-                    schema=fit)
+        return Tool(local_name(prefix + name, taken), str(about), call, schema=fit)
 
     def call(self, name: str, arguments: dict, *, timeout: float | None = None) -> str | Message:
         """Call the tool `name` (the server's own name for it), as its Tool does: the
@@ -450,9 +461,9 @@ class Server:
                                      f"{MAX_LINE >> 20} MiB, more than this client reads")
                 if not raw.strip():
                     continue
-                try:
-                    self._heard(message(raw), len(raw))
-                except Exception as e:  # a shape no MCP message has
+                try:  # your secrets out of what it said, before anything is cut or kept
+                    self._heard(self._blanked(message(raw, self._blank)), len(raw))
+                except Exception as e:  # a shape no MCP message has (or one 900 deep)
                     self._garbled = True
                     return self._end(
                         f"the MCP server {self.name} wrote something on its stdout that is "
@@ -500,6 +511,7 @@ class Server:
             while chunk := self._proc.stderr.read1(64 << 10):
                 with self._tail_lock:
                     self._tail += chunk
+                    self._trimmed |= len(self._tail) > TAIL
                     del self._tail[:-TAIL]
         except (OSError, ValueError):
             pass
@@ -546,12 +558,42 @@ class Server:
         words = f"; its stderr ends: {quote(last, 600)}" if last else ""
         return f"the MCP server {self.name} {how}{words}"
 
+    def _watch(self):
+        """The server exited: the connection is over, even if what it started still holds
+        its stdout open (the reader would wait for the end of a pipe that never ends)."""
+        self._proc.wait()
+        reader = self._threads[0]
+        reader.join(GRACE)  # the replies it wrote before it went are read first
+        if reader.is_alive():
+            self._end(self._death() + ". Connect again to start it anew")
+            self._stop()
+
+    def _stop(self):
+        """Wait for the server and its process group to go, then SIGTERM them, then
+        SIGKILL them, GRACE s each time."""
+        for stop in (None, signal.SIGTERM, signal.SIGKILL):
+            if stop is not None:
+                self._signal(stop)
+            deadline = time.monotonic() + GRACE
+            while self._running():
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(TICK)
+            else:
+                return
+
+    def _running(self) -> bool:
+        """Whether the server, or anything it started that is still in its group, runs."""
+        if self._proc.poll() is None:
+            return True
+        return os.name == "posix" and _group_runs(self._proc.pid)
+
     def _signal(self, sig):
-        if self._proc.poll() is not None:
-            return
         try:
-            if os.name == "posix":
-                os.killpg(self._proc.pid, sig)  # it and whatever it started
+            if os.name == "posix":  # it and whatever it started, even once it has gone
+                os.killpg(self._proc.pid, sig)
+            elif self._proc.poll() is not None:
+                return
             elif sig == signal.SIGKILL:
                 self._proc.kill()
             else:
@@ -563,6 +605,18 @@ class Server:
         for key, value in self._secrets.items():
             text = text.replace(value, f"[{key}]")
         return text
+
+    def _blanked(self, value):
+        """A message (JSON) with your secrets blanked out of every string in it, keys too."""
+        if not self._secrets:
+            return value
+        if isinstance(value, str):
+            return self._blank(value)
+        if isinstance(value, list):
+            return [self._blanked(v) for v in value]
+        if isinstance(value, dict):
+            return {self._blank(k): self._blanked(v) for k, v in value.items()}
+        return value
 
 
 def said(result: dict) -> str:
@@ -619,23 +673,38 @@ def cut(text: str, most: int) -> str:
 
 
 def local_name(name: str, taken=()) -> str:
-    """A name Tool takes for an MCP tool's name: its own if it can, else each odd
-    character an _, and a number after it if that name is taken.
+    """A name chat APIs take (^[a-zA-Z0-9_-]{1,64}$) for an MCP tool's name: accents
+    dropped, each other odd character an _, cut at 64, and a number after it if it
+    reads like a name `taken` (as `reads_as` compares them).
 
     >>> local_name("get-sum"), local_name("admin.tools.list"), local_name("2fa")
     ('get-sum', 'admin_tools_list', '_2fa')
-    >>> local_name("a.b", taken={"a_b"})
-    'a_b_2'
+    >>> local_name("météo"), local_name("mé téo"), local_name("fіnal_answer")  # a Cyrillic і
+    ('meteo', 'me_teo', 'f_nal_answer')
+    >>> local_name("a.b", taken={"a_b"}), local_name("Get_Sum", taken={"get-sum"})
+    ('a_b_2', 'Get_Sum_2')
     """
-    if not name.replace("-", "").isidentifier():
-        name = re.sub(r"[^\w-]", "_", name, flags=re.ASCII)
-        if not name.replace("-", "").isidentifier():  # a digit first, or only hyphens
-            name = "_" + name
-    found, n = name, 1
-    while found in taken:
+    plain = "".join(c for c in unicodedata.normalize("NFKD", name)
+                    if not unicodedata.combining(c))  # é: e and an accent; the accent goes
+    plain = re.sub(r"[^A-Za-z0-9_-]", "_", plain)
+    if not plain.replace("-", "").isidentifier():  # a digit first, or only hyphens
+        plain = "_" + plain
+    plain = plain[:NAME_LIMIT]
+    seen = {reads_as(t) for t in taken}
+    found, n = plain, 1
+    while reads_as(found) in seen:
         n += 1
-        found = f"{name}_{n}"
+        found = f"{plain[:NAME_LIMIT - len(str(n)) - 1]}_{n}"
     return found
+
+
+def reads_as(name: str) -> str:
+    """What a name reads as, to a model: case and - against _ aside.
+
+    >>> reads_as("Get-Sum") == reads_as("get_sum")
+    True
+    """
+    return name.lower().replace("-", "_")
 
 
 MAX_DEPTH = 32  # levels of a schema the checks go into; below, any value passes
@@ -705,6 +774,28 @@ def _signal_name(number):
 def _seconds(what, value):
     if not (type(value) in (int, float) and 0 < value < math.inf):
         raise ValueError(f"{what} is a number of seconds above 0, not {value!r}")
+
+
+def _group_runs(group: int) -> bool:
+    """Whether a process of the process group `group` is alive (a zombie, dead but not
+    yet reaped, is not: an init that never reaps orphans is common in containers)."""
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    if not os.path.isdir("/proc"):  # not Linux: its init reaps, so killpg told the truth
+        return True
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
+                state, _, in_group = f.read().rsplit(")", 1)[1].split()[:3]
+        except (OSError, ValueError):  # gone while we looked
+            continue
+        if in_group == str(group) and state != "Z":
+            return True
+    return False
 
 
 def _environment(extra):

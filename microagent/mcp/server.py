@@ -21,7 +21,9 @@ no answer, though a Python function already running can't be stopped and runs
 to its end. When stdin closes, a call under way has LINGER seconds to finish and
 be answered; then serve returns, and the server exits without waiting for it.
 While it serves, anything written to stdout by the tools (a print, a child
-process) goes to stderr instead, so it can't break the stream.
+process) goes to stderr instead, so it can't break the stream, and stdin is
+/dev/null, so nothing they run can read it. A tool that raises, even SystemExit,
+is a tool error, and its worker goes on.
 
 Each call runs inside `tracing(traceparent)` of the header its params._meta
 carries (SEP-414), so a tool served traced (`traced(tool, record)`, or
@@ -59,16 +61,22 @@ NEEDS_A_HUMAN = ("{name} needs a human's approval in the office that serves it, 
 def serve(tools: list[Tool], reader=None, writer=None, *, name: str = "microagent",
           instructions: str = "") -> None:
     """Serve `tools` over MCP until the reader ends: stdin and stdout unless given
-    (binary streams; with stdout, file 1 is the MCP stream from then on, and
-    sys.stdout is stderr). Returns once the calls under way have been answered,
-    or after LINGER seconds."""
+    (binary streams). With stdout, the MCP stream moves to a copy of file 1, and
+    file 1 (and sys.stdout) is stderr from then on; with stdin, the stream moves
+    to a copy of file 0, and file 0 is /dev/null, so a tool's child process or its
+    input() reads nothing of it. Returns once the calls under way have been
+    answered, or after LINGER seconds."""
     office = offered(tools)
     if writer is None:  # fd 1 is the MCP stream now; whatever else writes there goes to 2
         writer = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
         sys.stdout.flush()
         os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
         sys.stdout = sys.stderr
-    reader = sys.stdin.buffer if reader is None else reader
+    if reader is None:  # as the official SDK does: fd 0 is /dev/null, the stream a copy
+        reader = os.fdopen(os.dup(sys.stdin.fileno()), "rb")
+        nothing = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(nothing, sys.stdin.fileno())
+        os.close(nothing)
     session = _Session(office, writer, {**INFO, "name": name}, instructions)
     for _ in range(WORKERS):  # daemons: a call still running can't keep the process
         threading.Thread(target=session.work, daemon=True, name="mcp call").start()
@@ -79,8 +87,12 @@ def serve(tools: list[Tool], reader=None, writer=None, *, name: str = "microagen
             continue
         try:
             msg = message(raw)
-        except ValueError as e:
+        except ValueError as e:  # not JSON
             session.send(reply(None, code=PARSE_ERROR, said=str(e)))
+            continue
+        except TypeError as e:  # JSON, but no request: [1, 2], 5, null, a batch
+            session.send(reply(None, code=INVALID_REQUEST, said=f"{e}; a batch (an array) "
+                               "is not taken: send each request on a line of its own"))
             continue
         session.take(msg)
     with session.lock:  # the calls under way get a moment to be answered
@@ -147,6 +159,9 @@ class _Session:
                 return  # an answer to a question this server never asks
             return self.send(reply(_id(id_), code=INVALID_REQUEST,
                                    said="a request needs a method"))
+        if msg.get("jsonrpc") != "2.0":
+            return self.send(reply(_id(id_), code=INVALID_REQUEST, said=(
+                'this server speaks JSON-RPC 2.0: each request says "jsonrpc": "2.0"')))
         if "id" not in msg:
             if method == "notifications/cancelled" and isinstance(msg.get("params"), dict):
                 with self.lock:
@@ -273,8 +288,10 @@ class _Session:
             # tool's span is the caller's child; a header not well formed is ignored
             with tracing(caller if isinstance(caller, str) else None):
                 note = tool.run(json.dumps(arguments))
-        except Exception as e:  # a result whose own str() fails, say
-            return _result(f"{name} failed: {type(e).__name__}: {said_by(e)}", True)
+        except BaseException as e:  # SystemExit too: Tool.run lets it out, and a worker
+            failed = f"{name} failed: {type(e).__name__}"  # it ended would serve no more
+            words = said_by(e)
+            return _result(f"{failed}: {words}" if words else failed, True)
         return _result(note.content.removeprefix("error: ") if note.error else note.content,
                        note.error)
 

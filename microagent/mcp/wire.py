@@ -44,11 +44,13 @@ def line(message: dict) -> bytes:
     return json.dumps(message, ensure_ascii=False).encode() + b"\n"
 
 
-def message(raw: bytes) -> dict:
-    """One line read off the wire as a message, or a ValueError that says what is wrong.
+def message(raw: bytes, clean=None) -> dict:
+    """One line read off the wire as a message; a ValueError that says what is wrong
+    if it is not JSON, a TypeError if it is JSON but not a message (an object).
 
     Read strictly (microagent.tool.read_json): a key given twice is refused, so a
-    reply can't say one thing to one reader and another to the next.
+    reply can't say one thing to one reader and another to the next. `clean`, a
+    function of text, is run on the line before an error quotes (and cuts) it.
 
     >>> message(b'{"jsonrpc": "2.0", "id": 1, "result": {}}\\n')
     {'jsonrpc': '2.0', 'id': 1, 'result': {}}
@@ -56,15 +58,20 @@ def message(raw: bytes) -> dict:
     Traceback (most recent call last):
     ...
     ValueError: not JSON: 'Starting server on stdio...'
+    >>> message(b'[1, 2]')
+    Traceback (most recent call last):
+    ...
+    TypeError: not a JSON-RPC message (a JSON object): '[1, 2]'
     """
     text = raw.decode("utf-8", "replace").strip()
     try:
         found = read_json(text)
     except ValueError as e:  # not JSON at all, or JSON read_json refuses (a key twice, NaN)
         why = "not JSON" if str(e).startswith("the text is not valid JSON") else str(e)
-        raise ValueError(f"{why}: {quote(text)}") from None
+        raise ValueError(f"{why}: {quote(text if clean is None else clean(text))}") from None
     if not isinstance(found, dict):
-        raise ValueError(f"not a JSON-RPC message (a JSON object): {quote(text)}")
+        raise TypeError(f"not a JSON-RPC message (a JSON object): "
+                        f"{quote(text if clean is None else clean(text))}")
     return found
 
 
