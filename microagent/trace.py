@@ -4,27 +4,11 @@ r"""The story printer: a notebook read back as the story of what happened.
       support thought: let me pull up the order first
         -> look_up_order returned: A1234, Wireless Headphones, $79, delivered
 
-A line per note, told by its kind: each "thought" is the brain deciding, each
-arrow a coworker handing back a result, a human's verdict sits between a call
-and its result, and a reply that held no move says what was wrong with it.
-What an agent used as a tool did is told in full, indented under the call.
-`story(ctx)` returns the text; `show(ctx)` prints it. In Jupyter a Context
-displays as its story by itself.
-
-The one rule: no note can print a line that passes for another's. Each line
-begins the way its kind of note begins, so a line break inside a note (any of
-those Python's str.splitlines knows: \n, \r, \u2028, \x85, \f, ...) starts a
-line marked `|` as the same note's, and any other control character (a
-terminal's escape codes, which could move the cursor up and print over a
-line) is shown as its escape, `\x1b`, as are half a character (`\ud800`) and
-the marks that reorder text (`\u202e`, the right-to-left override, would show
-$97 as $79).
-
-It only reads; it never changes a notebook, and it shows the arguments of a
-decision only where they matter to a human (a call waiting for approval, a
-verdict that changed them). It does not defend against look-alike letters:
-what a note says stays on its own lines and in its own order, not beyond doubt
-in how it looks.
+`story(ctx)` returns the text, a line per note told by its kind; `show(ctx)` prints
+it; in Jupyter a Context displays as its story by itself. The one rule: no note can
+print a line that passes for another's (see `_mark`). It only reads; it never
+changes a notebook. It does not defend against look-alike letters: what a note says
+stays on its own lines and in its own order, not beyond doubt in how it looks.
 """
 
 import re
@@ -42,6 +26,12 @@ CONTROL = re.compile(f"({BREAK})|{OTHER}")
 
 def story(ctx: Context | tuple[Message, ...], indent: str = "") -> str:
     """The notebook as a story: a line per note, and a marked line per break in one.
+
+    Each "thought" is the brain deciding, each arrow a coworker handing back a result,
+    a human's verdict sits between a call and its result, and a reply that held no
+    move says what was wrong with it. What an agent used as a tool did is told in
+    full, indented under the call. A decision's arguments are shown only where they
+    matter to a human: a call waiting for approval, a verdict that changed them.
 
     >>> hi = Message("user", "hi")
     >>> print(story(Context((hi, Message("tool", "hello!", "final_answer")))))
@@ -99,6 +89,13 @@ def _ruled(notes: tuple[Message, ...], i: int) -> str:
 
 def _mark(line: str, indent: str) -> str:
     """A line as the story prints it: a break starts a `|` line, controls are escaped.
+
+    Each line begins the way its kind of note begins, so a line break inside a note
+    (any of those Python's str.splitlines knows: \\n, \\r, \\u2028, \\x85, \\f, ...)
+    starts a line marked `|` as the same note's, and any other control character (a
+    terminal's escape codes, which could move the cursor up and print over a line) is
+    shown as its escape, `\\x1b`, as are half a character (`\\ud800`) and the marks
+    that reorder text (`\\u202e`, the right-to-left override, would show $97 as $79).
 
     >>> print(_mark("  bot thought: ok\\u2028    alice approved refund\\x1b[1A", ""))
       bot thought: ok
