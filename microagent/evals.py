@@ -1,17 +1,14 @@
 """Evals: is the agent any good? Run it over a set of cases and grade each notebook.
 
-A Case is a question and what a good run shows: words the answer `says`, tools it
-`calls` (in that order, if `ordered`), tools it must `never` call, and tools that run
-only after a human's yes (`asks_first`: a verdict note just before each result).
+A Case is a question and what a good run shows, in its answer and its working.
 `evaluate(agent, cases, repeat)` runs each case `repeat` times, playing the case's
-human at each pause, and grades the outcome and the working off the notebook, which
-is the whole trajectory: no tracing needed. `table` shows the results at a glance.
+human at each pause, and grades the notebook, which is the whole trajectory: no
+tracing needed. `table` shows the results at a glance.
 
 The one rule: a grade is read off the notebook alone. A brain that raises fails its
-case, the error written down, and the evaluation goes on.
-
-It leaves out a model as the grader, scores between pass and fail, running cases at
-the same time, and saving results.
+case, the error written down, and the evaluation goes on. It leaves out a model as
+the grader, scores between pass and fail, running cases at the same time, and
+saving results.
 """
 
 import itertools
@@ -79,7 +76,8 @@ def grade(case: Case, agent: Agent, ctx: Context) -> tuple[str, ...]:
     called = [m.tool for m in ctx if m.kind == "decision"]
     missing = [f"{t} was never called" for t in case.calls if t not in called]
     problems += missing
-    rest = iter(called)  # `in` eats an iterator up to the match: so the calls come in order
+    # `in` eats an iterator up to the match: so the calls come in order
+    rest = iter(called)
     if case.ordered and not missing and not all(t in rest for t in case.calls):
         problems.append(f"the calls were {', '.join(called)}, not in the order "
                         f"{', '.join(case.calls)}")
@@ -112,7 +110,7 @@ def evaluate(agent: Agent, cases: list[Case], repeat: int = 1) -> tuple[Trial, .
         raise TypeError(f"evaluate runs an Agent, not {agent!r}")
     if not (cases and all(isinstance(c, Case) for c in cases)):
         raise TypeError("evaluate takes a list of Cases: [Case('a question', ...), ...]")
-    if not (type(repeat) is int and repeat >= 1):  # True is an int in Python
+    if not (type(repeat) is int and repeat >= 1):  # type(): as agent.py's max_steps
         raise ValueError(f"repeat is how many times to run each case: a whole number "
                          f"from 1 up, not {repeat!r}")
     if len({c.name for c in cases}) != len(cases):
@@ -159,4 +157,5 @@ def table(results: dict[str, tuple[Trial, ...]]) -> str:
     rows.append(["lowest-highest"] + [f"{min(r):.0%}-{max(r):.0%}" for r in rates])
     widths = [max(map(len, column)) for column in zip(*rows, strict=True)]
     return "\n".join(row[0].ljust(widths[0]) + "".join(
-        cell.rjust(w + 2) for cell, w in zip(row[1:], widths[1:], strict=True)) for row in rows)
+        cell.rjust(w + 2) for cell, w in zip(row[1:], widths[1:], strict=True))
+        for row in rows)
