@@ -65,7 +65,17 @@ class Trial:
 
 
 def grade(case: Case, agent: Agent, ctx: Context) -> tuple[str, ...]:
-    """What is wrong with a run of `case`, read off its notebook; () if nothing."""
+    """What is wrong with a run of `case`, read off its notebook; () if nothing.
+
+    >>> from microagent import Agent, Message
+    >>> from microagent.tool import final_answer
+    >>> agent = Agent(lambda ctx, tools: None, [final_answer])  # grade asks it only why_stop
+    >>> answer = Message("assistant", "", "me", "final_answer", '{"answer": "$79"}')
+    >>> ctx = Context((Message("user", "Refund A1234?"), answer,
+    ...                Message("tool", "$79", "final_answer")))
+    >>> grade(Case("Refund A1234?", says=("$79",), calls=("issue_refund",)), agent, ctx)
+    ('issue_refund was never called',)
+    """
     problems = []
     if agent.why_stop(ctx) != DONE:
         problems.append(f"it gave no answer ({agent.why_stop(ctx) or 'still going'})")
@@ -142,7 +152,16 @@ def pass_rates(trials: tuple[Trial, ...]) -> list[float]:
 
 
 def table(results: dict[str, tuple[Trial, ...]]) -> str:
-    """A table to read at a glance: a row per case, a column per brain, its passes."""
+    """A table to read at a glance: a row per case, a column per brain, its passes.
+
+    >>> c = Case("Hi?", name="hi")
+    >>> print(table({"rules": (Trial(c, 1, Context(), ()),),
+    ...              "model": (Trial(c, 1, Context(), ("no",)),)}))
+                        rules  model
+    hi                    1/1    0/1
+    pass rate            100%     0%
+    lowest-highest  100%-100%  0%-0%
+    """
     if not (isinstance(results, dict) and results and all(results.values())):
         raise ValueError("table takes {a brain's name: its trials from evaluate}, "
                          "each with one trial or more")
