@@ -69,7 +69,7 @@ def grade(case: Case, agent: Agent, ctx: Context) -> tuple[str, ...]:
 
     >>> from microagent import Agent, Message
     >>> from microagent.tool import final_answer
-    >>> agent = Agent(lambda ctx, tools: None, [final_answer])  # grade asks it only why_stop
+    >>> agent = Agent(lambda ctx, tools: None, [final_answer])  # only why_stop is asked
     >>> answer = Message("assistant", "", "me", "final_answer", '{"answer": "$79"}')
     >>> ctx = Context((Message("user", "Refund A1234?"), answer,
     ...                Message("tool", "$79", "final_answer")))
