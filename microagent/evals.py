@@ -120,7 +120,7 @@ def evaluate(agent: Agent, cases: list[Case], repeat: int = 1) -> tuple[Trial, .
         raise TypeError(f"evaluate runs an Agent, not {agent!r}")
     if not (cases and all(isinstance(c, Case) for c in cases)):
         raise TypeError("evaluate takes a list of Cases: [Case('a question', ...), ...]")
-    if not (type(repeat) is int and repeat >= 1):  # type(): as agent.py's max_steps
+    if not (type(repeat) is int and repeat >= 1):  # (why type(): see agent.py)
         raise ValueError(f"repeat is how many times to run each case: a whole number "
                          f"from 1 up, not {repeat!r}")
     if len({c.name for c in cases}) != len(cases):

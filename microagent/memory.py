@@ -137,7 +137,7 @@ def remembering(policy, keep: int = 20, summarise=None):
 
 
 def _check_keep(keep) -> None:
-    if not (type(keep) is int and keep >= 1):  # type(): as agent.py's max_steps
+    if not (type(keep) is int and keep >= 1):  # (why type(): see agent.py)
         raise ValueError("keep is how many recent notes stay whole: a whole number "
                          f"from 1 up, not {keep!r}")
 

@@ -55,7 +55,7 @@ def agent_tool(agent: Agent, name: str | None = None, description: str | None = 
     """
     if not isinstance(agent, Agent):
         raise TypeError(f"agent_tool takes an Agent, not {agent!r}")
-    if not (type(max_depth) is int and max_depth >= 1):  # type(): as agent.py's max_steps
+    if not (type(max_depth) is int and max_depth >= 1):  # (why type(): see agent.py)
         raise ValueError("max_depth is how deep agents may ask agents: a whole number "
                          f"from 1 up, not {max_depth!r}")
     name = name or agent.name
