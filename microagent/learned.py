@@ -237,8 +237,9 @@ def arguments(ctx: Context, tool: Tool | None) -> dict:
     The order id is the one in the question, the amount is the price the lookup
     wrote, the answer says what the notebook shows happened. Copying a value is not
     what a small classifier does well, and a rule cannot invent an order id or an
-    amount. One that can't be filled is left out (no order id in the question, no price in
-    the lookup, or one too long to read), and the loop's error note says it is missing.
+    amount. An argument that can't be filled is left out (no order id in the question,
+    no price in the lookup, or one too long to read), and the loop's error note says
+    it is missing.
     """
     question = [m.content for m in ctx if m.kind == "question"][-1]
     # the latest result of each tool that did not fail
