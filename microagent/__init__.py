@@ -1,4 +1,4 @@
-"""microagent: the five pieces of every agent framework, small enough to read in one sitting.
+"""microagent: the five pieces of every agent framework, small enough for one sitting.
 
 Read them in this order: message, context, tool, policy, agent. Every other
 file in this folder is a chapter: one small module built on those five, which

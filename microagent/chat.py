@@ -3,35 +3,8 @@
 Almost every model server speaks the OpenAI-compatible chat completions API. These
 plain functions are the whole translation, with no HTTP in sight, so each can be read
 and tested alone (microagent.llm sends what they make, and reads what comes back):
-
-    to_request(ctx, tools, model)    the notebook as chat messages, the tools as specs
-    to_action(message, tools)        the model's reply message as the next move
-
-    a note                  on the wire
-    system note, question   {"role": "system"}, {"role": "user"}
-    the n-th decision       {"role": "assistant", "content": why, "tool_calls": [call_n]}
-    its result              {"role": "tool", "tool_call_id": "call_n", "content": ...}
-    a verdict               inside the result: "approved by alice with {...}: ..."
-    a remark                {"role": "assistant", "content": ...}
-    a no_move               {"role": "user", "content": "error: " + what was wrong}
-    an answer in words      the words, as the assistant's content (see below)
-    native=False            a move as compact JSON text; a result: "add returned: 5"
-
-    a reply                 the Action
-    tool calls              the first call, its arguments as the raw JSON text
-    words, and no call      the first terminal tool, called with the words
-    nothing, or unreadable  Action(None, reasoning=what was wrong): a no_move note
-
-One move a reply: the loop makes one move a turn, so when a model asks for two calls
-at once, the first is made and the others are dropped. The model reads what its first
-call returned and asks again for what it still needs. (Keeping the others for later
-would be state outside the notebook, lost when a run pauses or is saved in between.)
-
-A reply in words already is the answer, so the first terminal tool (final_answer) is
-not shown to the model (unless `tool_choice` forces a call every turn), and its calls go
-back as the words they answered with. A model without native tool calls gets
-`native=False`: the tools are described in the system prompt, and it replies with one
-JSON object a turn (`read_move`), or answers in words.
+`to_request(ctx, tools, model)` makes the request, `to_action(message, tools)` reads
+the reply.
 
 The one rule: a request is made from the notebook and the settings alone, so the same
 notebook always makes the same bytes, and each request starts with the whole of the one
@@ -112,7 +85,17 @@ def described(tool: Tool) -> tuple[str, dict]:
 def to_messages(ctx: Context, native: bool = True, in_words=()) -> list[dict]:
     """The notebook as chat messages; the n-th decision's call gets the id call_n.
 
-    A call of a tool named in `in_words` goes back as the words it answered with.
+      a note                 on the wire
+      system note, question  {"role": "system"}, {"role": "user"}
+      the n-th decision      {"role": "assistant", "content": why, "tool_calls": [call_n]}
+      its result             {"role": "tool", "tool_call_id": "call_n", "content": ...}
+      a verdict              inside the result: "approved by alice with {...}: ..."
+      a remark               {"role": "assistant", "content": ...}
+      a no_move              {"role": "user", "content": "error: " + what was wrong}
+      native=False           a move as compact JSON text; a result: "add returned: 5"
+
+    A call of a tool named in `in_words` goes back as the words it answered with, as
+    the assistant's content.
 
     >>> from microagent.message import Message
     >>> ctx = Context((Message("user", "2 + 3?"),
@@ -198,6 +181,12 @@ def to_request(ctx: Context, tools: Mapping[str, Tool], model: str, *,
     `response_format` ("json_schema", OpenAI's form, or "json_object", llama.cpp's) sends
     the schema of a move, with `native=False`. `fields` (tool_choice, max_tokens,
     temperature, ...) are sent as given, unless None.
+
+    A reply in words already is the answer, so the first terminal tool (final_answer)
+    is not shown to the model (unless `tool_choice` forces a call every turn), and its
+    calls go back as the words they answered with. A model without native tool calls
+    gets `native=False`: the tools are described in the system prompt, and it replies
+    with one JSON object a turn (`read_move`), or answers in words.
     """
     tools = _by_name(tools)
     choice = fields.get("tool_choice")
@@ -253,6 +242,17 @@ def encoded(body: dict) -> bytes:
 
 def to_action(message: dict, tools: Mapping[str, Tool], native: bool = True) -> Action:
     """The model's reply message as the next move: its first tool call, or its words.
+
+      a reply                 the Action
+      tool calls              the first call, its arguments as the raw JSON text
+      words, and no call      the first terminal tool, called with the words
+      nothing, or unreadable  Action(None, reasoning=what was wrong): a no_move note
+
+    One move a reply: the loop makes one move a turn, so when a model asks for two
+    calls at once, the first is made and the others are dropped. The model reads what
+    its first call returned and asks again for what it still needs. (Keeping the
+    others for later would be state outside the notebook, lost when a run pauses or
+    is saved in between.)
 
     Words sent as parts ([{"type": "text", "text": ...}, ...]) are joined; a part that
     is not text (an image, audio) is not read. A reply of any other shape is no move,

@@ -3,24 +3,11 @@
     python -m microagent          # a human approves the refund
     python -m microagent --deny   # a human says no, and the agent says so
 
-`support_agent()` builds it, the one refund office the examples, the host and
-the trained brain all run: four coworkers (look up the order, check the policy,
-issue the refund, answer the customer) and a brain. The brain here is a plain
-function that reads the notebook and picks the next move by rules: no model, so
-the run is the same every time. Swap it for an LLM brain (microagent.llm) or a
-trained one (microagent.learned) and the tools, the agent and the story stay.
-
-The one rule: no money goes out without a human. With an approver, the refund
-asks them on the spot (microagent.approval.gate); without one, the refund needs
-approval, so the run pauses with the refund waiting for a human's verdict.
-
-A refund is an amount over $0 in dollars and cents (`refund_problem` says what
-is wrong with any other), written as a person reads it: $1,234,567.50 (`dollars`).
-
-It does not look anything up for real: the orders and the policy are a small
-dict, so the demo runs offline. `support_agent(orders=...)` puts another order
-table in the office (microagent.learned makes up many), and `refund=` another
-refund coworker (the host's pays once per call, from a ledger).
+`support_agent()` builds the one refund office the examples, the host and the
+trained brain all run: four coworkers and a brain of plain rules (`support_policy`,
+no model, so the run is the same every time). The one rule: no money goes out
+without a human. It does not look anything up for real: the orders and the policy
+are a small dict, so the demo runs offline.
 """
 
 import argparse
@@ -73,6 +60,8 @@ def issue_refund(order_id: str, amount: float) -> str | Message:
 def refund_problem(amount: float) -> str | None:
     """What is wrong with an amount to refund, in words; None if it is one to pay.
 
+    A refund is an amount over $0 in dollars and cents.
+
     >>> refund_problem(79) is None
     True
     >>> refund_problem(-500), refund_problem(0.001)
@@ -114,7 +103,12 @@ def price(looked: str) -> int | None:
 
 
 def support_policy(ctx: Context, tools) -> Action:
-    """Pick the next move from notes found by kind and name: the question, the latest answer."""
+    """Pick the next move by rules, from the question and the latest answer.
+
+    The notes are found by kind and name. Swap this brain for an LLM brain
+    (microagent.llm) or a trained one (microagent.learned) and the tools, the agent
+    and the story stay.
+    """
     question = next(m.content for m in reversed(ctx.messages) if m.kind == "question")
     order = re.search(r"[A-Z]\d{4}", question)
     order_id = order.group() if order else "unknown"
@@ -150,12 +144,15 @@ def support_policy(ctx: Context, tools) -> Action:
 
 def support_agent(policy=support_policy, *, approver=None, orders: dict | None = None,
                   refund: Tool | None = None) -> Agent:
-    """The refund office: `policy` as its brain, and its four coworkers.
+    """The refund office: `policy` as its brain, and its four coworkers (look up the
+    order, check the policy, issue the refund, answer the customer).
 
-    `approver(tool_name, args) -> bool` signs off each refund on the spot; None: the
-    refund needs approval, so the run pauses for a verdict (microagent.approval).
-    `orders` is the order table (None: ORDERS); `refund` a refund Tool in place of
-    issue_refund, taking the same arguments.
+    No money goes out without a human: `approver(tool_name, args) -> bool` signs off
+    each refund on the spot (microagent.approval.gate); None: the refund needs
+    approval, so the run pauses with it waiting for a human's verdict. `orders` is
+    the order table (None: ORDERS; microagent.learned makes up many); `refund` a
+    refund Tool in place of issue_refund, taking the same arguments (the host's pays
+    once per call, from a ledger).
     """
     refund = issue_refund if refund is None else refund
     if not isinstance(refund, Tool) or refund.name != "issue_refund":

@@ -1,17 +1,14 @@
 """Evals: is the agent any good? Run it over a set of cases and grade each notebook.
 
-A Case is a question and what a good run shows: words the answer `says`, tools it
-`calls` (in that order, if `ordered`), tools it must `never` call, and tools that run
-only after a human's yes (`asks_first`: a verdict note just before each result).
+A Case is a question and what a good run shows, in its answer and its working.
 `evaluate(agent, cases, repeat)` runs each case `repeat` times, playing the case's
-human at each pause, and grades the outcome and the working off the notebook, which
-is the whole trajectory: no tracing needed. `table` shows the results at a glance.
+human at each pause, and grades the notebook, which is the whole trajectory: no
+tracing needed. `table` shows the results at a glance.
 
 The one rule: a grade is read off the notebook alone. A brain that raises fails its
-case, the error written down, and the evaluation goes on.
-
-It leaves out a model as the grader, scores between pass and fail, running cases at
-the same time, and saving results.
+case, the error written down, and the evaluation goes on. It leaves out a model as
+the grader, scores between pass and fail, running cases at the same time, and
+saving results.
 """
 
 import itertools
@@ -68,7 +65,17 @@ class Trial:
 
 
 def grade(case: Case, agent: Agent, ctx: Context) -> tuple[str, ...]:
-    """What is wrong with a run of `case`, read off its notebook; () if nothing."""
+    """What is wrong with a run of `case`, read off its notebook; () if nothing.
+
+    >>> from microagent import Agent, Message
+    >>> from microagent.tool import final_answer
+    >>> agent = Agent(lambda ctx, tools: None, [final_answer])  # only why_stop is asked
+    >>> answer = Message("assistant", "", "me", "final_answer", '{"answer": "$79"}')
+    >>> ctx = Context((Message("user", "Refund A1234?"), answer,
+    ...                Message("tool", "$79", "final_answer")))
+    >>> grade(Case("Refund A1234?", says=("$79",), calls=("issue_refund",)), agent, ctx)
+    ('issue_refund was never called',)
+    """
     problems = []
     if agent.why_stop(ctx) != DONE:
         problems.append(f"it gave no answer ({agent.why_stop(ctx) or 'still going'})")
@@ -79,7 +86,8 @@ def grade(case: Case, agent: Agent, ctx: Context) -> tuple[str, ...]:
     called = [m.tool for m in ctx if m.kind == "decision"]
     missing = [f"{t} was never called" for t in case.calls if t not in called]
     problems += missing
-    rest = iter(called)  # `in` eats an iterator up to the match: so the calls come in order
+    # `in` eats an iterator up to the match: so the calls come in order
+    rest = iter(called)
     if case.ordered and not missing and not all(t in rest for t in case.calls):
         problems.append(f"the calls were {', '.join(called)}, not in the order "
                         f"{', '.join(case.calls)}")
@@ -112,7 +120,7 @@ def evaluate(agent: Agent, cases: list[Case], repeat: int = 1) -> tuple[Trial, .
         raise TypeError(f"evaluate runs an Agent, not {agent!r}")
     if not (cases and all(isinstance(c, Case) for c in cases)):
         raise TypeError("evaluate takes a list of Cases: [Case('a question', ...), ...]")
-    if not (type(repeat) is int and repeat >= 1):  # True is an int in Python
+    if not (type(repeat) is int and repeat >= 1):  # (why type(): see agent.py)
         raise ValueError(f"repeat is how many times to run each case: a whole number "
                          f"from 1 up, not {repeat!r}")
     if len({c.name for c in cases}) != len(cases):
@@ -144,7 +152,16 @@ def pass_rates(trials: tuple[Trial, ...]) -> list[float]:
 
 
 def table(results: dict[str, tuple[Trial, ...]]) -> str:
-    """A table to read at a glance: a row per case, a column per brain, its passes."""
+    """A table to read at a glance: a row per case, a column per brain, its passes.
+
+    >>> c = Case("Hi?", name="hi")
+    >>> print(table({"rules": (Trial(c, 1, Context(), ()),),
+    ...              "model": (Trial(c, 1, Context(), ("no",)),)}))
+                        rules  model
+    hi                    1/1    0/1
+    pass rate            100%     0%
+    lowest-highest  100%-100%  0%-0%
+    """
     if not (isinstance(results, dict) and results and all(results.values())):
         raise ValueError("table takes {a brain's name: its trials from evaluate}, "
                          "each with one trial or more")
@@ -159,4 +176,5 @@ def table(results: dict[str, tuple[Trial, ...]]) -> str:
     rows.append(["lowest-highest"] + [f"{min(r):.0%}-{max(r):.0%}" for r in rates])
     widths = [max(map(len, column)) for column in zip(*rows, strict=True)]
     return "\n".join(row[0].ljust(widths[0]) + "".join(
-        cell.rjust(w + 2) for cell, w in zip(row[1:], widths[1:], strict=True)) for row in rows)
+        cell.rjust(w + 2) for cell, w in zip(row[1:], widths[1:], strict=True))
+        for row in rows)

@@ -1,40 +1,16 @@
 """The rules every notebook keeps, and `check`, which says where one is broken.
 
-A run writes its notes in a steady rhythm: the system note (if there is one)
-first; then a question; then, turn after turn, a decision and its result. A
-human's verdict on a decision (microagent.approval) sits between the two. So a
-sound notebook keeps these rules, read off each note's kind:
-
-- at most one system note, and only as the very first note
-- a run begins with a question: the first note after the system note is one
-- every decision carries its arguments, as JSON text ("{}" for none), as the
-  loop writes them: what is approved and run is read from there
-- every decision is answered by exactly one result from the tool it called,
-  right after it (or right after the verdict on it); nothing else comes
-  between, not a remark, a no_move or another question
-- only the last decision may be unanswered (a run paused for a human), or have
-  a verdict not carried out yet
-- no result without the decision it answers; after a no, the result is the
-  error note that says so (a denied call never ran)
-- a verdict comes only right after a decision, names the same tool, and
-  approves arguments that are a JSON object (or none at all: a no)
-
-Remarks and no_moves may come after a question, a result, a remark or a no_move:
-anywhere a decision could. All of it is one rule: a call and what came of it
-stand together, in order (the decision, the verdict if there is one, the
-result), so a notebook read top to bottom says what happened and what waits.
-
-The loop always keeps these rules; a notebook loaded
-from a file might not. So load untrusted JSON with `check(from_json(text))`
-(microagent.saving): it hands the notebook back when it is sound and raises a
-ValueError naming the first bad note otherwise. Approved arguments are read as
-strictly as the loop reads them (microagent.tool.read_json).
+All of it is one rule: a call and what came of it stand together, in order (the
+decision, the verdict if there is one, the result), so a notebook read top to
+bottom says what happened and what waits. The loop always keeps it; a notebook
+loaded from a file might not, so load untrusted JSON with `check(from_json(text))`
+(microagent.saving).
 
 It checks the shape of a notebook, not its truth: it cannot tell whether a tool
 really said what its note says, or who really approved (that needs signed
-verdicts, which are left out here). What an agent used as a tool did (a
-result's `notes`) is that tool's report, kept for the record and never acted
-on; it is not held to these rules.
+verdicts, which are left out here). What an agent used as a tool did (a result's
+`notes`) is that tool's report, kept for the record and never acted on; it is not
+held to these rules.
 """
 
 from microagent.context import Context
@@ -43,7 +19,30 @@ from microagent.tool import read_json
 
 
 def check(ctx: Context) -> Context:
-    """`ctx` if it keeps the rules above; else a ValueError naming the first bad note.
+    """`ctx` if it keeps the rules; else a ValueError naming the first bad note.
+
+    A run writes its notes in a steady rhythm: the system note (if there is one)
+    first; then a question; then, turn after turn, a decision and its result, with a
+    human's verdict on a decision (microagent.approval) between the two. So, read off
+    each note's kind:
+
+    - at most one system note, and only as the very first note
+    - a run begins with a question: the first note after the system note is one
+    - every decision carries its arguments, as JSON text ("{}" for none), as the
+      loop writes them: what is approved and run is read from there
+    - every decision is answered by exactly one result from the tool it called,
+      right after it (or right after the verdict on it); nothing else comes
+      between, not a remark, a no_move or another question
+    - only the last decision may be unanswered (a run paused for a human), or have
+      a verdict not carried out yet
+    - no result without the decision it answers; after a no, the result is the
+      error note that says so (a denied call never ran)
+    - a verdict comes only right after a decision, names the same tool, and
+      approves arguments that are a JSON object (or none at all: a no), read as
+      strictly as the loop reads them (microagent.tool.read_json)
+
+    Remarks and no_moves may come after a question, a result, a remark or a no_move:
+    anywhere a decision could.
 
     >>> ask = Message("user", "refund A1234?")
     >>> asked = Message("assistant", "", "support", "issue_refund", '{"amount": 79}')

@@ -1,42 +1,15 @@
 """A brain you train yourself: a tiny neural network that learned the office's job.
 
-Behaviour cloning, in three moves:
+Behaviour cloning, in three moves: make up customers (`cases`) and turn the
+notebooks of the rule-based office into pairs (`features` seen, tool picked); train
+a network with one hidden layer to guess the tool (`train`); use it as a plain
+Policy, `support_agent(brain(net))`, and measure it on customers it never saw
+(`success_rate`). The one rule: the network picks the tool, and a rule you can read
+fills the arguments (`arguments`), so its mistakes are all in which tool it picks.
 
-1. Data. Make up many customers (`cases`): different orders, items, prices and
-   reasons, some refundable and some not, a human who says yes or no. Run each
-   through the refund office of microagent.demo (`case.office()`, with its
-   rule-based brain), and turn every notebook into pairs: what the brain could
-   see at a decision (`features`), and what it did (the tool it picked).
-2. Training. A network with one hidden layer learns to guess the tool from the
-   features: a forward pass, a loss, gradients, plain gradient descent.
-3. Use. `brain(net)` is a plain Policy, so `support_agent(brain(net))` is the
-   same office with a new brain. A guess that does not fit (a tool the office
-   lacks, an argument the notebook cannot fill) becomes an error note, like any
-   brain's mistake, and `max_steps` stops a brain that goes round in circles.
-   `success_rate` measures it on customers it never saw: served `right` is a
-   run that ends with an answer and refunds the price if, and only if, it is owed.
-
-The network picks the tool; the arguments are filled by a rule you can read
-(`arguments`): the order id is the one in the question, the amount is the price
-the lookup wrote, the answer says what the notebook shows happened. Copying a
-value is not what a small classifier does well, and a rule cannot invent an
-order id or an amount, so the network's mistakes are all in which tool it picks.
-
-The features, the pairs and the network read any notebook. The customers, the
-argument rule and what counts as served right are the refund office's: they
-name its tools and their arguments, and change when the office does.
-
-The gradients are written by hand, not by a small autograd in micrograd's
-spirit: an autograd builds an object for every multiplication, thousands per
-example, and training would take minutes instead of seconds; and one hidden
-layer's gradients are a few lines, so the reader sees exactly what backprop does.
-
-What it leaves out: numpy, batches, momentum, any model of language. It sees
-only the last note of the notebook (see `features`): it never reads what the
-question asks, and it cannot learn a move that depends on anything earlier.
-No file format of its own either: a Net is plain lists, so
-`json.dumps(dataclasses.asdict(net))` saves it and `Net(**json.loads(text))`
-loads it back.
+What it leaves out: numpy, batches, momentum, any model of language. It sees only
+the last note of the notebook (`features`): it never reads what the question asks,
+and it cannot learn a move that depends on anything earlier.
 """
 
 import itertools
@@ -54,7 +27,10 @@ from microagent.policy import Action
 from microagent.tool import Tool
 
 # ---------------------------------------------------------------------------
-# the data: made-up customers, and the pairs their notebooks hold
+# the data: made-up customers, and the pairs their notebooks hold. The features and
+# the pairs read any notebook; the customers, the argument rule and what counts as
+# served right are the refund office's: they name its tools and their arguments,
+# and change when the office does.
 
 ITEMS = ("Wireless Headphones", "Desk Lamp", "Coffee Grinder", "Rain Jacket",
          "Phone Case", "Yoga Mat", "Kettle", "Backpack", "Bike Light", "Blender",
@@ -85,7 +61,12 @@ class Case:
 
 
 def cases(n: int, seed: int) -> list[Case]:
-    """`n` made-up customers; the same seed gives the same ones."""
+    """`n` made-up customers; the same seed gives the same ones.
+
+    Different orders, items, prices and reasons, some refundable and some not, a
+    human who says yes or no: run each through the refund office of microagent.demo
+    (`case.office()`, with its rule-based brain) to get the notebooks to learn from.
+    """
     rng = random.Random(seed)
     made = []
     for _ in range(n):
@@ -116,7 +97,17 @@ def features(ctx: Context) -> list[str]:
 
 def pairs(ctx: Context, see: Callable[[Context], list[str]] = features
           ) -> list[tuple[list[str], str]]:
-    """(what the brain could see, the tool it picked), for each decision in `ctx`."""
+    """(what the brain could see, the tool it picked), for each decision in `ctx`.
+
+    >>> from microagent import Message
+    >>> ctx = Context((Message("user", "Refund A1234?"),
+    ...                Message("assistant", "", tool="look_up_order", args="{}"),
+    ...                Message("tool", "no order A1234", name="look_up_order"),
+    ...                Message("assistant", "", tool="final_answer", args="{}")))
+    >>> pairs(ctx)  # doctest: +NORMALIZE_WHITESPACE
+    [(['last: the question'], 'look_up_order'),
+     (['last: look_up_order', 'word: no', 'word: order'], 'final_answer')]
+    """
     return [(see(Context(ctx.messages[:i])), m.tool) for i, m in enumerate(ctx)
             if m.kind == "decision"]
 
@@ -127,7 +118,12 @@ def pairs(ctx: Context, see: Callable[[Context], list[str]] = features
 
 @dataclass
 class Net:
-    """The network: feature names in, tool names out, and the numbers it learns."""
+    """The network: feature names in, tool names out, and the numbers it learns.
+
+    No file format of its own: a Net is plain lists, so
+    `json.dumps(dataclasses.asdict(net))` saves it and `Net(**json.loads(text))`
+    loads it back.
+    """
 
     inputs: list[str]      # the feature names, one per input (one never seen is ignored)
     outputs: list[str]     # the tool names, one per output
@@ -186,7 +182,13 @@ def loss(net: Net, data: list[tuple[list[str], str]]) -> float:
 
 
 def learn(net: Net, x: list[float], y: int, lr: float) -> None:
-    """One step of gradient descent on one example: inputs `x`, the right output `y`."""
+    """One step of gradient descent on one example: inputs `x`, the right output `y`.
+
+    The gradients are written by hand, not by a small autograd in micrograd's spirit:
+    an autograd builds an object for every multiplication, thousands per example, and
+    training would take minutes instead of seconds; and one hidden layer's gradients
+    are a few lines, so the reader sees exactly what backprop does.
+    """
     h, p = forward(net, x)
     # backward: how the loss -log(p[y]) moves with each score, then with each hidden
     # unit; for softmax and this loss together, a score's gradient is p, less 1 at y
@@ -232,8 +234,12 @@ def train(net: Net, data: list[tuple[list[str], str]], epochs: int = 10, lr: flo
 def arguments(ctx: Context, tool: Tool | None) -> dict:
     """Each argument the tool takes, filled by a rule from the notebook.
 
-    One that can't be filled is left out (no order id in the question, no price in
-    the lookup, or one too long to read), and the loop's error note says it is missing.
+    The order id is the one in the question, the amount is the price the lookup
+    wrote, the answer says what the notebook shows happened. Copying a value is not
+    what a small classifier does well, and a rule cannot invent an order id or an
+    amount. An argument that can't be filled is left out (no order id in the question,
+    no price in the lookup, or one too long to read), and the loop's error note says
+    it is missing.
     """
     question = [m.content for m in ctx if m.kind == "question"][-1]
     # the latest result of each tool that did not fail
@@ -249,7 +255,12 @@ def arguments(ctx: Context, tool: Tool | None) -> dict:
 
 
 def brain(net: Net, see: Callable[[Context], list[str]] = features):
-    """The trained network as a Policy: it picks the tool it finds most likely."""
+    """The trained network as a Policy: it picks the tool it finds most likely.
+
+    A guess that does not fit (a tool the office lacks, an argument the notebook
+    cannot fill) becomes an error note, like any brain's mistake, and `max_steps`
+    stops a brain that goes round in circles.
+    """
     def policy(ctx: Context, tools) -> Action:
         p = forward(net, encode(net, see(ctx)))[1]
         best = max(range(len(p)), key=p.__getitem__)

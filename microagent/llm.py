@@ -12,27 +12,11 @@ reply as the next Action:
             message = json.load(response)["choices"][0]["message"]
         return to_action(message, tools)
 
-`chat_policy(model, base_url)` is that brain, grown by three things:
-
-- Streaming. The reply comes a few words a chunk, and `on_text(piece)` hears each
-  piece as it comes ("" for a chunk with no words), so whoever made the brain sees
-  it think. Raising in on_text stops the brain mid-reply: the response is closed,
-  and nothing is written, since the loop writes only the Action a brain returns.
-- Honest reading. A reply cut off at the token limit, an empty one, or one with
-  no move in it is Action(None, reasoning=what was wrong), which the model reads
-  next turn; a server that fails is an LLMError that says what to do.
-- One seam. `send(url, body, headers)` does the HTTP and yields the reply's JSON
-  objects: the whole reply, or each chunk of a stream (and {} while it waits, a
-  chance to stop). `post` is this module's, plain urllib. The workshop's
-  `microagent.transport.hardened()` plugs in here with retries, a deadline for a
-  whole reply, and the key kept out of everything a hostile server sends back.
-
-The one rule: the brain only reads and answers. It returns one Action a turn and
-writes nothing itself, so a brain stopped half way leaves the notebook whole.
-
-It leaves out retries, a bound on a server that sends a byte at a time, SDKs and
-async. The key goes only in the Authorization header to base_url (never to a proxy
-or a redirect), and is blanked out of a server's words that an error quotes.
+`chat_policy(model, base_url)` is that brain, grown to stream, to read any reply
+honestly, and to send through one seam. The one rule: the brain only reads and
+answers. It returns one Action a turn and writes nothing itself, so a brain stopped
+half way leaves the notebook whole. It leaves out retries, a bound on a server that
+sends a byte at a time, SDKs and async.
 """
 
 import json
@@ -134,12 +118,29 @@ def chat_policy(model: str, base_url: str = LOCAL, *, api_key: str | None = None
     tool calls: one JSON object a turn, and `response_format` may send its schema.
     `request` holds further request fields, sent as given: temperature, max_tokens,
     tool_choice ("required", or one tool: {"type": "function", "function": {...}}),
-    a server's own ({"cache_prompt": True} for llama.cpp), ... `on_text(piece)` hears
-    the reply's words as they come, and may raise to stop the brain; `send` does the
-    HTTP (`post`, or microagent.transport's `hardened()`).
+    a server's own ({"cache_prompt": True} for llama.cpp), ...
+
+    It grows the dozen-line brain above by three things:
+
+    - Streaming. The reply comes a few words a chunk, and `on_text(piece)` hears each
+      piece as it comes ("" for a chunk with no words), so whoever made the brain sees
+      it think. Raising in on_text stops the brain mid-reply: the response is closed,
+      and nothing is written, since the loop writes only the Action a brain returns.
+    - Honest reading. A reply cut off at the token limit, an empty one, or one with
+      no move in it is Action(None, reasoning=what was wrong), which the model reads
+      next turn; a server that fails is an LLMError that says what to do.
+    - One seam. `send(url, body, headers)` does the HTTP and yields the reply's JSON
+      objects: the whole reply, or each chunk of a stream (and {} while it waits, a
+      chance to stop). `post` is this module's, plain urllib. The workshop's
+      `microagent.transport.hardened()` plugs in here with retries, a deadline for a
+      whole reply, and the key kept out of everything a hostile server sends back.
+
+    The key goes only in the Authorization header to base_url (never to a proxy or a
+    redirect), and is blanked out of a server's words that an error quotes.
     """
     _check(model, base_url, api_key, system, native, stream, request)
-    url = endpoint(base_url, "/chat/completions", "base_url is the server's address", LOCAL)
+    url = endpoint(base_url, "/chat/completions", "base_url is the server's address",
+                   LOCAL)
     headers = {"Content-Type": "application/json"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
@@ -173,11 +174,11 @@ def endpoint(url: str, path: str, said: str, like: str) -> str:
     >>> endpoint("https://x.example/v1?api-version=2", "/chat/completions", "", "")
     'https://x.example/v1/chat/completions?api-version=2'
     """
-    where = url.split("/")[2].split("?")[0] if isinstance(url, str) and url.count("/") > 1 \
-        else ""
+    where = url.split("/")[2].split("?")[0] \
+        if isinstance(url, str) and url.count("/") > 1 else ""
     if "@" in where:  # a user and a password: never echoed
-        raise ValueError(f"{said}; send credentials in a header (api_key=, headers=), not "
-                         "in the address (which is not shown here)")
+        raise ValueError(f"{said}; send credentials in a header (api_key=, headers=), "
+                         "not in the address (which is not shown here)")
     try:
         parts = urllib.parse.urlsplit(url)
         well_formed = parts.scheme in ("http", "https") and parts.hostname \

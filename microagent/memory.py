@@ -1,35 +1,16 @@
 """Memory: a brain reads a short view of a long notebook, which keeps every note.
 
-A run that goes on for hundreds of turns writes hundreds of notes, and a
-language model can only read so many. `compact(ctx, keep)` makes the short
-view a brain reads: the head, one summary of the middle, and the last notes.
+A run of hundreds of turns writes hundreds of notes, and a language model can only
+read so many. `compact(ctx, keep)` makes the short view a brain reads:
 
     [system note] first question, summary of the middle, the last `keep` notes
 
-The view keeps the notebook's rules (microagent.invariants): the system note
-stays first; the summary is the assistant's own remark (name "memory"), like a
-page where it wrote down what happened so far; the latest question stays whole
-in its place (in a conversation, it is the one being worked on now, and the
-turns before and after it are summed up apart); and a decision is never cut
-from its verdict or its result, so the recent notes start at a whole turn.
-
-The one rule: compacting makes a view, never the record. `remembering(policy)`
-is the only way a brain reads less: it is `policy` shown `compact(ctx)` every
-turn, while the agent writes every note into its own notebook. So the step
-budget, saving, resuming and `replay` all read the full notebook, and nothing
-in the loop changes. A summary folds nothing: it holds words only (what it
-sums up is still in the full notebook), so a view of a view stays flat.
-
-Who writes the summary is up to you: `plain_summary`, the default, counts what
-happened with no model, so the same notes always give the same summary; any
-function `(notes) -> str` will do; and `summary_by(policy)` asks a brain.
-
-What it leaves out: it counts notes, not tokens (measure text yourself if you
-need to), and a summary loses detail by design. A brain that counts notes
-counts those in view: `scripted` under `remembering` counts only the moves it
-can see and loses its place, so a brain that remembers reads the last notes
-(what the latest tool said), as a language model does. Don't hand a view to an
-agent or save it as the run: its middle is gone.
+The one rule: compacting makes a view, never the record. `remembering(policy)` is
+the only way a brain reads less, while the agent writes every note into its own
+notebook, so the step budget, saving, resuming and `replay` read the full notebook,
+and nothing in the loop changes. What it leaves out: it counts notes, not tokens,
+and a summary loses detail by design. Don't hand a view to an agent or save it as
+the run: its middle is gone.
 """
 
 from collections import Counter
@@ -42,6 +23,17 @@ from microagent.tool import final_answer
 
 def compact(ctx: Context, keep: int = 20, summarise=None) -> Context:
     """A short view of `ctx`: its head, a summary of the middle, the last `keep` notes.
+
+    The view keeps the notebook's rules (microagent.invariants): the system note stays
+    first; the summary is the assistant's own remark (name "memory"), like a page where
+    it wrote down what happened so far; the latest question stays whole in its place
+    (in a conversation, it is the one being worked on now, and the turns before and
+    after it are summed up apart); and a decision is never cut from its verdict or its
+    result, so the recent notes start at a whole turn. A summary folds nothing: it
+    holds words only (what it sums up is still in the full notebook), so a view of a
+    view stays flat. `summarise` writes it: `plain_summary` (the default, so the same
+    notes always give the same summary), any function `(notes) -> str`, or
+    `summary_by(policy)`, which asks a brain.
 
     >>> ask = Message("user", "count to 3")
     >>> call = Message("assistant", "", "me", "step", "{}")
@@ -128,7 +120,12 @@ def summary_by(policy):
 
 
 def remembering(policy, keep: int = 20, summarise=None):
-    """A brain that is `policy` reading `compact(ctx, keep, summarise)`, not `ctx`."""
+    """A brain that is `policy` reading `compact(ctx, keep, summarise)`, not `ctx`.
+
+    A brain that counts notes counts those in view: `scripted` under `remembering`
+    counts only the moves it can see and loses its place, so a brain that remembers
+    reads the last notes (what the latest tool said), as a language model does.
+    """
     _check_keep(keep)
     if not callable(policy) or not (summarise is None or callable(summarise)):
         raise TypeError("remembering takes a policy (a function: context, tools -> "
@@ -140,7 +137,7 @@ def remembering(policy, keep: int = 20, summarise=None):
 
 
 def _check_keep(keep) -> None:
-    if not (type(keep) is int and keep >= 1):  # True is an int in Python
+    if not (type(keep) is int and keep >= 1):  # (why type(): see agent.py)
         raise ValueError("keep is how many recent notes stay whole: a whole number "
                          f"from 1 up, not {keep!r}")
 

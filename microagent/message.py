@@ -4,23 +4,12 @@ Who wrote it (role), what it says (content), and the name of whoever wrote it
 (name: the agent, the tool, or the human who ruled). A note that records a
 decision also says which tool was called and with which arguments, so a run can
 be replayed from its notes alone. A note that says something went wrong is
-marked `error=True`.
+marked `error=True`. A run writes seven kinds of note, each named once, by `kind`.
 
 The one rule: a note is written in pen. Message is frozen and holds only
 immutable values (strings, None, a flag, a tuple of other notes), so it hashes and
-compares by value and can never change behind anyone's back.
-
-A run writes seven kinds of note, each named once, here, by `kind`:
-
-    system     what the assistant was told before it started
-    question   someone asked the assistant something
-    decision   the brain chose a move: a tool to call, with arguments
-    verdict    a human ruled on a waiting decision (no arguments: a no)
-    result     what a tool handed back (error=True: what went wrong)
-    remark     the assistant's own note: out of steps, a summary of earlier notes
-    no_move    the brain's reply held no move; the note says what was wrong
-
-It does not know about notebooks, tools or brains; those are built on top.
+compares by value and can never change behind anyone's back. It does not know about
+notebooks, tools or brains; those are built on top.
 """
 
 from dataclasses import dataclass
@@ -58,7 +47,26 @@ class Message:
 
     @property
     def kind(self) -> str:
-        """Which of the seven kinds of note this is (see above), read off its fields."""
+        """Which of the seven kinds of note this is, read off its fields.
+
+            system     what the assistant was told before it started
+            question   someone asked the assistant something
+            decision   the brain chose a move: a tool to call, with arguments
+            verdict    a human ruled on a waiting decision (no arguments: a no)
+            result     what a tool handed back (error=True: what went wrong)
+            remark     the assistant's own note: out of steps, a summary of earlier notes
+            no_move    the brain's reply held no move; the note says what was wrong
+
+        >>> notes = [Message(SYSTEM, "You are a refund office."),
+        ...          Message(USER, "Refund A1234?"),
+        ...          Message(ASSISTANT, "", tool="issue_refund", args='{"amount": 79}'),
+        ...          Message(USER, "approved", "alice", "issue_refund", '{"amount": 79}'),
+        ...          Message(TOOL, "$79 refunded", "issue_refund"),
+        ...          Message(ASSISTANT, "out of steps: stopped after 1 turn"),
+        ...          Message(ASSISTANT, "your reply was empty", error=True)]
+        >>> [m.kind for m in notes]
+        ['system', 'question', 'decision', 'verdict', 'result', 'remark', 'no_move']
+        """
         if self.role == USER:
             return "question" if self.tool is None else "verdict"
         if self.role != ASSISTANT:

@@ -1,13 +1,10 @@
 """Doing things at the same time, while the loop stays one loop that calls a tool a turn.
 
-    async_tool(fn)         an `async def` as a Tool: its coroutine run to its end, in a
-                           thread of its own if this thread runs an event loop already
-    async_steps(agent, task, cancel)   agent.steps for `async for`, a turn per worker
-                           thread, so the event loop serves others meanwhile
-    at_once(tools)         a Tool whose arguments are several calls: it runs them in
-                           threads, its result's notes keep each call's decision and result
-    left_first(policy)     a brain that first makes the calls at_once left for a human
-    at_once_action(reply)  a model's reply of several tool calls as one call to at_once
+    async_tool(fn)          an `async def` as a Tool: its coroutine run to its end
+    async_steps(agent, task)  agent.steps for `async for`, a turn per worker thread
+    at_once(tools)          a Tool whose arguments are several calls, run in threads
+    left_first(policy)      a brain that first makes the calls at_once left for a human
+    at_once_action(reply)   a model's reply of several tool calls as one call to at_once
 
 Three calls that wait 0.3 s each take 0.31 s at once, 0.90 s one after another (2.9
 times faster: benchmarks/parallel_calls.py). What it leaves out: a cancel stops calls
@@ -46,7 +43,11 @@ def finish(coroutine):
 
 def async_tool(fn=None, *, name=None, description=None, terminal=False,
                needs_approval=False):
-    """An `async def` as a Tool: `@async_tool`, or `@async_tool(name=..., ...)`."""
+    """An `async def` as a Tool: `@async_tool`, or `@async_tool(name=..., ...)`.
+
+    Each call runs the coroutine to its end, in a thread of its own if this thread
+    runs an event loop already.
+    """
     def make(fn):
         if not inspect.iscoroutinefunction(fn):
             raise TypeError(f"async_tool makes a Tool from an async def, not {fn!r}: "
@@ -61,7 +62,8 @@ def async_tool(fn=None, *, name=None, description=None, terminal=False,
 
 
 async def async_steps(agent, task, cancel=None):
-    """`agent.steps(task, cancel)` for `async for`: each turn in a worker thread.
+    """`agent.steps(task, cancel)` for `async for`: each turn in a worker thread, so
+    the event loop serves others meanwhile.
 
     Set `cancel` and read on: the turn under way ends, and the last Step says
     cancelled. Leaving early (a break, a cancelled task) sets it too.
@@ -79,7 +81,8 @@ async def async_steps(agent, task, cancel=None):
 
 def at_once(tools: list[Tool], *, name: str = "at_once", threads: int = 8,
             cancel=None) -> Tool:
-    """A Tool that makes calls to `tools` at once: {"calls": [{"tool": ..., "args": ...}]}.
+    """A Tool that makes calls to `tools` at once, in threads: its arguments are
+    {"calls": [{"tool": ..., "args": ...}, ...]}.
 
     Its result says what each call returned, a line each in the calls' order; its notes
     keep each call's decision and result. Once `cancel` is set, no new call starts.
@@ -120,7 +123,8 @@ def at_once(tools: list[Tool], *, name: str = "at_once", threads: int = 8,
         return Message(TOOL, "\n".join(said), name, error=failed,
                        notes=tuple(m for t in turns for m in t))
     about = ("Make several calls at the same time, to any of: "
-             f"{', '.join(by_name)}. Use it when the calls don't need each other's answers.")
+             f"{', '.join(by_name)}. Use it when the calls don't need each other's "
+             "answers.")
     return Tool(name, about, run_all, schema={"type": "object", "required": ["calls"],
                 "properties": {"calls": {"type": "array", "items": call}}})
 
@@ -141,7 +145,8 @@ def left_calls(ctx, name: str = "at_once") -> list[Action]:
 def left_first(policy, name: str = "at_once"):
     """A brain that first makes the calls `name` left for a human, then asks `policy`."""
     if not callable(policy):
-        raise TypeError("left_first takes a policy: a function (context, tools) -> Action")
+        raise TypeError("left_first takes a policy: a function (context, tools) "
+                        "-> Action")
 
     def policy_after(ctx, tools) -> Action:
         waiting = left_calls(ctx, name)

@@ -4,27 +4,12 @@
     draw(ctx).svg                  # the SVG text, for a web page
     draw(ctx).save("run.svg")      # a file
 
-Each lane is someone in the office: the person who asks, the agent, and each
-tool the agent called, in the order they first appear. Each row is one note,
-numbered as in the notebook (ctx[5] is row 5; 7.2 is ctx[7].notes[2]), and
-drawn by its kind: a question is an arrow into the agent, a decision an arrow
-to its tool, a result a dashed arrow back (red when it is an error). A band
-across the picture marks what is not a call: where the run waited for a human
-and what they ruled, a reply of the brain's that held no move (and what was
-wrong with it), or a note the agent wrote itself. An agent used as a tool gets
-a lane of its own, and its run is drawn between the call and its answer, with
-its own tools beside it.
-
-Long runs stay readable: every row has the same height, so the picture grows
-downward, never wider; a label is cut to fit on its row, and the whole text is
-in a tooltip (hover over the row).
-
-The one rule: every piece of text is escaped, so what a model or a tool wrote
-stays text, never markup, in its own order and in full (a mark that would
-reorder it, like U+202E, or a character that prints as nothing, like U+200B,
-shows as its escape). It only reads the notebook; it does not check that the
-notes make a sensible story (see microagent.invariants), and it does not lay
-out a run that uses dozens of tools in less width than dozens of lanes.
+The one rule: every piece of text is escaped, so what a model or a tool wrote stays
+text, never markup, in its own order, and in full (a character that prints as
+nothing, like U+200B, shows as its escape; see `_text`). It only reads the notebook;
+it does not check that the notes make a sensible story (see microagent.invariants),
+and it does not lay out a run that uses dozens of tools in less width than dozens
+of lanes.
 """
 
 import os
@@ -54,6 +39,8 @@ UNSEEN = re.compile(f"[{trace.UNSEEN}]")
 
 @dataclass(frozen=True)
 class Picture:
+    """A drawn run: its SVG text, and the lanes and rows it holds."""
+
     svg: str                    # the whole picture, as SVG text
     lanes: tuple[str, ...]      # the lanes' names, left to right
     rows: int                   # a row per note (inner ones too), and per mark of a wait
@@ -74,7 +61,22 @@ class Picture:
 
 
 def draw(ctx: Context | tuple[Message, ...]) -> Picture:
-    """The notebook as a sequence diagram: a lane per one in the run, a row per note."""
+    """The notebook as a sequence diagram: a lane per one in the run, a row per note.
+
+    Each lane is someone in the office: the person who asks, the agent, and each tool
+    the agent called, in the order they first appear. Each row is one note, numbered
+    as in the notebook (ctx[5] is row 5; 7.2 is ctx[7].notes[2]), and drawn by its
+    kind: a question is an arrow into the agent, a decision an arrow to its tool, a
+    result a dashed arrow back (red when it is an error). A band across the picture
+    marks what is not a call: where the run waited for a human and what they ruled, a
+    reply of the brain's that held no move (and what was wrong with it), or a note
+    the agent wrote itself. An agent used as a tool gets a lane of its own, and its
+    run is drawn between the call and its answer, with its own tools beside it.
+
+    Long runs stay readable: every row has the same height, so the picture grows
+    downward, never wider; a label is cut to fit on its row, and the whole text is in
+    a tooltip (hover over the row).
+    """
     notes = ctx if isinstance(ctx, tuple) else None
     if isinstance(ctx, Context):
         notes = ctx.messages
@@ -199,6 +201,9 @@ def _row(top: int, row: tuple, x: dict, width: int) -> str:
 
 def _text(text: str, fit: float | None = None) -> str:
     """Text made safe for SVG; cut to `fit` characters on one line, if given.
+
+    Escaped, so it stays text, never markup; a mark that would reorder it (U+202E)
+    shows as its escape.
 
     >>> _text('<img src=x onerror="alert(1)">', fit=12)
     '&lt;img src=x…'

@@ -2,19 +2,14 @@
 
 A language model reads one request a turn (microagent.chat): a system prompt, the
 tools' descriptions, and the notebook as chat messages. That request is the whole
-prompt, so a prompt technique is a choice of what the brain puts in it:
-
-    zero_shot(model, url, system=...)   its instructions and the tools, no example
-    few_shot(policy, *examples)         worked runs, shown as turns before the notebook
-    react(model, url, system=...)       asked to write its thought before each call
+prompt, so a prompt technique is a choice of what the brain puts in it (`zero_shot`,
+`few_shot`, `react`; JSON mode, native=False, is a setting of each).
 
 The one rule: a technique changes the request, never the notebook. An example is shown
 to the brain and never written down, so the agent, its tools and its notes stay the
-same whichever technique its brain uses.
-
-JSON mode (native=False: the tools described in the system prompt, a move as JSON text)
-is a setting of each. It leaves out picking examples to fit each question, and a
-model's hidden reasoning (the thought here is one the model writes where we read it).
+same whichever technique its brain uses. It leaves out picking examples to fit each
+question, and a model's hidden reasoning (the thought here is one the model writes
+where we read it).
 """
 
 from microagent.context import Context

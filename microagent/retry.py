@@ -1,36 +1,15 @@
 """Recovering from errors: a tool that tries again, and a tool that keeps its secrets.
 
-The loop already writes a tool's exception into the notebook as an error note,
-and the brain reads it on its next turn (errors are notes). Here is the other
-half, each a Tool wrapping a Tool:
+The loop already writes a tool's exception into the notebook as an error note, and
+the brain reads it next turn. Here is the other half, each a Tool wrapping a Tool
+(same name, description and schema, so the brain can't tell it apart): `retrying`
+calls a flaky tool again, `hiding` keeps a failure's words from the brain. To do
+both, hide first: `retrying(hiding(tool, report))`.
 
-`retrying(tool, attempts=3)` calls a flaky tool again when it raises, a bounded
-number of times, waiting a little longer before each new try. When a retry was
-needed the result says so, "(on attempt 2 of 3; the last failure: ...)", so the
-notebook shows it; when every attempt fails, the brain gets an error note that
-says how many attempts were made and how the last one failed.
-
-`hiding(tool, report)` is for a tool whose failures may hold secrets (a key in a
-URL, a card number in a database error). The brain sees only a generic error
-note; the failure itself, in full, goes to `report`, a function the developer
-chooses: `errors.append`, or a logger that only the developer reads.
-
-The one rule: a tool that answers is not tried again, even when the answer is a
-no (a human's denial) or an error note. An agent used as a tool (microagent.team)
-answers that way when its brain fails, so retrying does not run it again; hiding
-hides that note's words too, as they may quote the brain's exception (report
-gets them as a RuntimeError), and keeps the run in the note.
-
-To do both, hide first and retry the hidden tool: `retrying(hiding(tool, report))`.
-The other way round leaks: when a try fails and the next one works, `retrying`
-writes the failure's text into the result, where `hiding` cannot reach it.
-One price: the hidden tool raises only RuntimeError, so `on=` can no longer
-pick which failures to retry; leave it at its default there.
-
-A wrapped tool keeps the name, description and argument schema of the tool it
-wraps, so the brain can't tell it apart. What it leaves out: neither wrapper
-retries a brain's own mistakes (arguments that don't fit never reach the tool),
-and neither stops a tool that hangs: a timeout belongs to the tool itself.
+The one rule: a tool that answers is not tried again, even when the answer is a no
+(a human's denial) or an error note. What it leaves out: neither wrapper retries a
+brain's own mistakes (arguments that don't fit never reach the tool), and neither
+stops a tool that hangs: a timeout belongs to the tool itself.
 """
 
 import dataclasses
@@ -48,6 +27,11 @@ def retrying(tool: Tool, attempts: int = 3, wait: float = 0.0,
     """`tool`, tried again when it raises one of `on`: `attempts` tries in all.
 
     Between tries it waits wait, 2*wait, 4*wait... seconds, never more than `max_wait`.
+    When a retry was needed the result says so, "(on attempt 2 of 3; the last failure:
+    ...)", so the notebook shows it; when every attempt fails, the brain gets an error
+    note that says how many attempts were made and how the last one failed. An agent
+    used as a tool (microagent.team) answers with an error note when its brain fails,
+    so it is not run again.
     """
     if not (type(attempts) is int and attempts >= 1
             and _seconds(wait) and _seconds(max_wait)):
@@ -88,7 +72,20 @@ def retrying(tool: Tool, attempts: int = 3, wait: float = 0.0,
 
 def hiding(tool: Tool, report, said: str = "it failed; the details went to the developer"
            ) -> Tool:
-    """`tool`, whose failures reach the brain as `said` and report(exception) in full."""
+    """`tool`, whose failures reach the brain as `said` and report(exception) in full.
+
+    For a tool whose failures may hold secrets (a key in a URL, a card number in a
+    database error). `report` is a function the developer chooses: `errors.append`,
+    or a logger only the developer reads. An agent used as a tool that failed answers
+    with an error note that may quote its brain's exception: those words are hidden
+    too (report gets them as a RuntimeError), and its run stays in the note.
+
+    Hide first, then retry: `retrying(hiding(tool, report))`. The other way round
+    leaks: when a try fails and the next one works, `retrying` writes the failure's
+    text into the result, where `hiding` cannot reach it. One price: the hidden tool
+    raises only RuntimeError, so retrying's `on=` can no longer pick which failures
+    to retry; leave it at its default there.
+    """
     if not isinstance(tool, Tool) or not callable(report):
         raise TypeError("hiding takes a Tool and report, a function that receives each "
                         "exception (e.g. errors.append)")

@@ -4,20 +4,12 @@
     def issue_refund(order_id: str, amount: float) -> str:
         '''Refund an amount in dollars to the card the order was paid with.'''
 
-makes a Tool named issue_refund, described by its docstring, whose schema says
-it takes a string order_id and a number amount, both required. That schema is
-what a language model is shown, and what the loop checks every call against.
-This is the magic behind every framework's `@tool` decorator, in one page.
-
-The one rule: a hint is read when the tool is made, or refused then. It reads
-str, int, float, bool, list[...], dict, Literal[...] and `X | None` (no hint:
-any value); any other hint (a class of your own, a Callable) is a TypeError at
-the def, never a guess when a model calls. The docstring is the tool's
-description, whole (the chat wire format, microagent.chat, reads a Google-style
-`Args:` section out of it).
-
-What it leaves out: the fields of a dict (any JSON object passes), defaults,
-and the rest of JSON Schema; give `Tool(..., schema=...)` yourself for those.
+makes a Tool named issue_refund, described by its docstring, whose schema (what a
+language model is shown, and what the loop checks every call against) says it takes
+a string order_id and a number amount. This is the magic behind every framework's
+`@tool` decorator, in one page. The one rule: a hint is read when the tool is made,
+or refused then. What it leaves out: the fields of a dict (any JSON object passes),
+defaults, and the rest of JSON Schema; give `Tool(..., schema=...)` yourself.
 """
 
 import inspect
@@ -34,7 +26,11 @@ JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean",
 
 def as_tool(fn=None, *, name=None, description=None, terminal=False,
             needs_approval=False):
-    """A function as a Tool: `@as_tool`, or `@as_tool(name=..., needs_approval=True)`."""
+    """A function as a Tool: `@as_tool`, or `@as_tool(name=..., needs_approval=True)`.
+
+    The docstring is the tool's description, whole (the chat wire format,
+    microagent.chat, reads a Google-style `Args:` section out of it).
+    """
     def make(fn):
         if not inspect.isfunction(fn):
             raise TypeError(f"as_tool makes a Tool from a function, not {fn!r}: "
@@ -49,7 +45,11 @@ def as_tool(fn=None, *, name=None, description=None, terminal=False,
 
 
 def schema_of(fn: Callable) -> dict:
-    """The JSON Schema of fn's keyword arguments.
+    """The JSON Schema of fn's keyword arguments; those with no default are required.
+
+    It reads str, int, float, bool, list[...], dict, Literal[...] and `X | None` (no
+    hint: any value); any other hint (a class of your own, a Callable) is a TypeError
+    at the def, never a guess when a model calls.
 
     >>> def refund(order_id: str, amount: float, notify: bool = True): ...
     >>> schema_of(refund)["properties"]["amount"], schema_of(refund)["required"]

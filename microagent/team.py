@@ -3,41 +3,14 @@
     orders = Agent(orders_policy, [look_up_order, final_answer], name="orders")
     manager = Agent(manager_policy, [agent_tool(orders), final_answer], name="manager")
 
-The manager's brain calls `orders` like any tool, with one argument, `request`.
-The inner agent makes a whole run of its own on that request, and its answer
-comes back as the result. Nothing is hidden: the inner run, every note of it, is
-kept in the result note's `notes`, so the story shows what the inner agent did.
-
-The one rule: whatever happens inside, the manager gets a note. An inner run
-that ends without an answer (out of steps, paused for a human) is an error note
-that says why; an inner brain that raises is an error note too, "orders failed:
-KeyError: ...", and both keep the inner run so far in `notes`.
-
-Delegation is bounded: an agent that is its own tool, directly or through
-others, would otherwise call itself without end. Two counts hold it, and a
-request past either is refused with an error note:
-
-- how deep agents are asking agents in this thread (a contextvar), at most
-  `max_depth`, across every agent_tool;
-- how many runs of this tool are under way at once in any thread (a count under
-  a lock), at most `max_depth`. A tool that runs its work in a new thread (a
-  timeout wrapper, say) starts that thread at depth 0, so the first count alone
-  would not hold. The price: runs side by side count too, so a server with
-  several requests at once gets at most `max_depth` runs of this agent together,
-  and the one past that is refused (give each request its own agent_tool).
-
-So max_depth=3 means: never more than three runs of this agent inside calls of
-this tool at once, and never agents asking agents more than three deep.
-
-The bound is a product, so mind it with a language model: each level may make
-`max_steps` calls, so an agent that is its own tool, with max_steps=10 and
-max_depth=3, may ask its brain 10 + 100 + 1,000 + 10,000 times before the
-outermost run ends (tests/test_hostile.py counts them).
-
-What it leaves out: the inner run starts afresh on each call and must finish in
-it. If it pauses for a human, the manager hears so and that inner run ends
-there. A cancel is heard by the outer run between its turns, never inside an
-inner run.
+The manager's brain calls `orders` like any tool, with one argument, `request`; the
+inner agent makes a whole run of its own on it, and its answer comes back as the
+result, with every note of the inner run kept in the result note's `notes`. The one
+rule: whatever happens inside, the manager gets a note (an inner run with no answer,
+or a brain that raises, is an error note that keeps the run so far), and delegation
+is bounded by `max_depth`. It leaves out inner runs that last past one call: each
+starts afresh and must finish in it, so one that pauses for a human ends there, and
+a cancel is heard by the outer run between its turns, never inside an inner run.
 """
 
 import contextvars
@@ -56,10 +29,33 @@ REQUEST = {"type": "object", "properties": {"request": {"type": "string"}},
 
 def agent_tool(agent: Agent, name: str | None = None, description: str | None = None,
                *, max_depth: int = 3) -> Tool:
-    """`agent` as a Tool taking one `request`; its whole run is kept in the result."""
+    """`agent` as a Tool taking one `request`; its whole run is kept in the result.
+
+    An inner run that ends without an answer (out of steps, paused for a human) is an
+    error note that says why; an inner brain that raises is an error note too,
+    "orders failed: KeyError: ...", and both keep the inner run so far in `notes`.
+
+    An agent that is its own tool, directly or through others, would otherwise call
+    itself without end. Two counts hold it, and a request past either is refused with
+    an error note:
+
+    - how deep agents are asking agents in this thread (a contextvar), at most
+      `max_depth`, across every agent_tool;
+    - how many runs of this tool are under way at once in any thread (a count under a
+      lock), at most `max_depth`. A tool that runs its work in a new thread (a timeout
+      wrapper, say) starts that thread at depth 0, so the first count alone would not
+      hold. The price: runs side by side count too, so a server with several requests
+      at once gets at most `max_depth` runs of this agent together, and the one past
+      that is refused (give each request its own agent_tool).
+
+    The bound is a product, so mind it with a language model: each level may make
+    `max_steps` calls, so an agent that is its own tool, with max_steps=10 and
+    max_depth=3, may ask its brain 10 + 100 + 1,000 + 10,000 times before the
+    outermost run ends (tests/test_hostile.py counts them).
+    """
     if not isinstance(agent, Agent):
         raise TypeError(f"agent_tool takes an Agent, not {agent!r}")
-    if not (type(max_depth) is int and max_depth >= 1):  # True is an int in Python
+    if not (type(max_depth) is int and max_depth >= 1):  # (why type(): see agent.py)
         raise ValueError("max_depth is how deep agents may ask agents: a whole number "
                          f"from 1 up, not {max_depth!r}")
     name = name or agent.name

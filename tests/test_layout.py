@@ -175,3 +175,15 @@ def test_the_course_clock_counts_words_code_and_output_up_to_the_exercises(tmp_p
         cell("markdown", "  ## EXERCISES\n\n" + "more words " * 50), cell("code", code, printed)]}))
     # 200 words, 12 lines of code, 30 lines of output, 3 cells; nothing from the Exercises on
     assert course.minutes(path) == pytest.approx(200 / 200 + 12 / 12 + 30 / 30 + 3 * 0.15)
+
+
+def test_no_line_of_the_book_is_over_90_columns():
+    # spans.py is left out while its one line of 91 columns waits for the helper who
+    # owns it (issue 28); take it out of this set once it fits
+    waiting = {"spans"}
+    for name in BOOK:
+        if name in waiting:
+            continue
+        lines = (PACKAGE / f"{name}.py").read_text().splitlines()
+        long = [n for n, line in enumerate(lines, 1) if len(line) > 90]
+        assert not long, f"microagent/{name}.py has lines over 90 columns: {long}"
