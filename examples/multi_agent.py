@@ -14,7 +14,7 @@ order B5678), the error is a note in the specialist's notebook, its brain reads
 it and says so, and the manager reads that answer and carries on. Nobody
 crashes. Should a specialist itself crash, or end without an answer, the
 manager still gets an error note that holds what the specialist did (see
-tests/test_multi_agent.py); and agents asking agents nest at most `max_depth`
+tests/test_team.py); and agents asking agents nest at most `max_depth`
 deep, so an agent that is its own coworker stops with an error note.
 """
 
