@@ -11,14 +11,18 @@ every secret are checked.
 
 Without .phoenix/ the tests are skipped, saying so; with MICROAGENT_PHOENIX=required
 (.ci/run sets it) they fail instead.
+
+    python tests/test_phoenix.py docs/phoenix_trace.png   # the otel README's screenshot
 """
 
+import contextlib
 import json
 import os
 import pathlib
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 
@@ -56,14 +60,9 @@ def get(url: str):
         return json.loads(answer.read())
 
 
-@pytest.fixture(scope="module")
-def phoenix(tmp_path_factory):
-    """Phoenix serving on 127.0.0.1, offline, from a working folder of its own: its address."""
-    if not PHOENIX.exists():
-        reason = (f"Arize Phoenix is not installed in {PHOENIX.parent.parent}: python3 -m venv .phoenix && "
-                  f".phoenix/bin/pip install arize-phoenix=={VERSION} (as .ci/run does)")
-        (pytest.fail if os.environ.get("MICROAGENT_PHOENIX") == "required" else pytest.skip)(reason)
-    folder = tmp_path_factory.mktemp("phoenix")
+@contextlib.contextmanager
+def running(folder: pathlib.Path):
+    """`phoenix serve` on 127.0.0.1, offline, working in `folder`: its address once it answers."""
     port = free_port()
     env = {**os.environ, "PHOENIX_ALLOW_EXTERNAL_RESOURCES": "false", "PHOENIX_TELEMETRY_ENABLED": "false",
            "PHOENIX_WORKING_DIR": str(folder), "PHOENIX_HOST": "127.0.0.1", "PHOENIX_PORT": str(port),
@@ -83,8 +82,8 @@ def phoenix(tmp_path_factory):
             except OSError:
                 if server.poll() is not None or time.monotonic() - started > READY:
                     said = (folder / "phoenix.log").read_text(errors="replace")[-2000:]
-                    pytest.fail(f"phoenix serve did not answer /healthz within {READY} s "
-                                f"(exit code {server.poll()}); the end of its log:\n{said}")
+                    raise RuntimeError(f"phoenix serve did not answer /healthz within {READY} s "
+                                       f"(exit code {server.poll()}); the end of its log:\n{said}") from None
                 time.sleep(1)
         yield url
     finally:
@@ -94,6 +93,41 @@ def phoenix(tmp_path_factory):
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+
+
+@pytest.fixture(scope="module")
+def phoenix(tmp_path_factory):
+    """Phoenix serving on 127.0.0.1, offline, from a working folder of its own: its address."""
+    if not PHOENIX.exists():
+        reason = (f"Arize Phoenix is not installed in {PHOENIX.parent.parent}: python3 -m venv .phoenix && "
+                  f".phoenix/bin/pip install arize-phoenix=={VERSION} (as .ci/run does)")
+        (pytest.fail if os.environ.get("MICROAGENT_PHOENIX") == "required" else pytest.skip)(reason)
+    with running(tmp_path_factory.mktemp("phoenix")) as url:
+        yield url
+
+
+def refund(url: str, path: pathlib.Path):
+    """A traced refund sent to the collector at `url` (and written to `path`): an LLM brain (the
+    stand-in, with a key), its order lookup over MCP, a refund bob approves, a token in the
+    question. (the spans written, what the Exporter reported, the model's headers, the answer)"""
+    told, written = [], []
+    exporter = Exporter(str(path), url=url, report=told.append)
+    script = [reply(calls=[("look_up_order", '{"order_id": "A1234"}')], usage=(21, 4)),
+              reply(calls=[("check_policy", '{"order_id": "A1234"}')], usage=(48, 4)),
+              reply(calls=[("issue_refund", '{"order_id": "A1234", "amount": 79}')], usage=(71, 9)),
+              reply("Good news: I refunded $79.", usage=(95, 9))]
+    with serve(script) as model, connect(DESK, name="the order desk") as orders:
+        brain = chat_policy("stand-in", model.url, api_key=KEY, send=sending(hardened(retries=0)))
+        lookup, = orders.tools()  # the order lookup, over MCP
+        office = support_agent(brain)  # a refund waits for a human
+        office = traced(Agent(office.policy, [lookup, *[t for t in office.tools.values()
+                                                        if t.name != "look_up_order"]], name="support"),
+                        lambda span: (written.append(span), exporter(span)), content=True)
+        with tracing():
+            paused = office.run(f"{QUESTION} My account token: {TOKEN}")
+            assert paused.last().tool == "issue_refund"
+            done = office.run(approve(paused, office.tools["issue_refund"], by="bob"))
+        return written, told, model.headers, done.last().content
 
 
 def spans_of(url: str, trace_id: str, count: int) -> list[dict]:
@@ -119,26 +153,10 @@ def outline(spans: list[dict]) -> list[str]:
 
 def test_a_traced_refund_sent_in_protobuf_is_drawn_by_phoenix_as_a_tree_with_its_words_and_no_secret(
         phoenix, tmp_path):
-    told, written = [], []
-    exporter = Exporter(str(tmp_path / "spans.jsonl"), url=phoenix, report=told.append)
-    script = [reply(calls=[("look_up_order", '{"order_id": "A1234"}')], usage=(21, 4)),
-              reply(calls=[("check_policy", '{"order_id": "A1234"}')]),
-              reply(calls=[("issue_refund", '{"order_id": "A1234", "amount": 79}')]),
-              reply("Good news: I refunded $79.", usage=(30, 9))]
-    with serve(script) as model, connect(DESK, name="the order desk") as orders:
-        brain = chat_policy("stand-in", model.url, api_key=KEY, send=sending(hardened(retries=0)))
-        lookup, = orders.tools()  # the order lookup, over MCP
-        office = support_agent(brain)  # a refund waits for a human
-        office = traced(Agent(office.policy, [lookup, *[t for t in office.tools.values()
-                                                        if t.name != "look_up_order"]], name="support"),
-                        lambda span: (written.append(span), exporter(span)), content=True)
-        with tracing():
-            paused = office.run(f"{QUESTION} My account token: {TOKEN}")
-            assert paused.last().tool == "issue_refund"
-            done = office.run(approve(paused, office.tools["issue_refund"], by="bob"))
-        assert done.last().content == "Good news: I refunded $79."
-        assert model.headers[0]["Authorization"] == f"Bearer {KEY}"  # the key went to the model only
-    assert told == []  # Phoenix took both POSTs: protobuf, gzipped
+    written, told, headers, answer = refund(phoenix, tmp_path / "spans.jsonl")
+    assert answer == "Good news: I refunded $79."
+    assert headers[0]["Authorization"] == f"Bearer {KEY}"  # the key went to the model only
+    assert told == []  # Phoenix took the POST: protobuf, gzipped
     trace_id = written[-1].trace_id
     spans = spans_of(phoenix, trace_id, len(written))
     assert len(spans) == len(written) == 9
@@ -165,3 +183,33 @@ def test_a_traced_refund_sent_in_protobuf_is_drawn_by_phoenix_as_a_tree_with_its
     assert first["llm.output_messages.0.message.tool_calls.0.tool_call.function.name"] == "look_up_order"
     said = json.dumps([s["attributes"] for s in spans])
     assert KEY not in said and TOKEN not in said and "QXQX" not in said
+
+
+# --- the otel README's screenshot ------------------------------------------------------------
+
+def screenshot(path: str) -> None:
+    """The refund's trace in Phoenix's page, drawn by Chromium: the tree, the run's input and output.
+
+        python tests/test_phoenix.py docs/phoenix_trace.png
+    """
+    from playwright.sync_api import sync_playwright  # the dev extra; only this script needs it
+
+    with tempfile.TemporaryDirectory() as folder, running(pathlib.Path(folder)) as url, \
+            sync_playwright() as playwright:
+        written, told, _, _ = refund(url, pathlib.Path(folder) / "spans.jsonl")
+        assert told == [], told
+        spans_of(url, written[-1].trace_id, len(written))
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=[
+            "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--no-first-run", "--disable-sync"])
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        page.goto(f"{url}/redirects/traces/{written[-1].trace_id}", timeout=60_000)
+        page.get_by_text("invoke_agent support").first.wait_for(timeout=60_000)
+        page.get_by_text("Notes").first.wait_for(timeout=60_000)  # the run's panel, drawn after the tree
+        page.wait_for_timeout(1000)
+        page.screenshot(path=path)
+        browser.close()
+
+
+if __name__ == "__main__":
+    screenshot(sys.argv[1])
