@@ -28,7 +28,7 @@ from opentelemetry.proto_json.collector.trace.v1.trace_service import ExportTrac
 from opentelemetry.proto_json.trace.v1.trace import Span as OtelSpan, Status, TracesData
 
 from host_offices import events
-from microagent import Action, Agent, final_answer, scripted
+from microagent import Action, Agent, Tool, final_answer, scripted
 from microagent.team import agent_tool
 from microagent.demo import QUESTION, support_agent
 from microagent.host import Server, refund_office
@@ -545,3 +545,77 @@ def test_the_official_sdk_client_sends_its_span_in_meta_and_our_servers_spans_ar
                                                                                          0x301)
     for alone in (second[0], third[0]):
         assert alone.parent_span_id == b"" and alone.trace_id.hex() != TRACE and alone.flags == 0x101
+
+
+# --- the app's own tracer: microagent.otel.bridge ---------------------------------------------
+
+def test_a_run_relayed_through_the_apps_own_tracer_is_a_child_of_the_apps_span_with_our_ids():
+    sdk = pytest.importorskip("opentelemetry.sdk.trace", reason="pip install opentelemetry-sdk (the dev extra)")
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from microagent.otel.bridge import Relay, caller
+
+    provider, app_spans = sdk.TracerProvider(), InMemorySpanExporter()  # the app's, and its exporter
+    provider.add_span_processor(SimpleSpanProcessor(app_spans))
+    written = []
+    relay = Relay(provider)
+    with serve([reply(calls=[("look_up_order", '{"order_id": "A1234"}')], usage=(11, 2)),
+                reply("Sorry.", usage=(12, 3))]) as model:
+        brain = chat_policy("stand-in", model.url, send=sending(hardened(retries=0)))
+        agent = traced(support_agent(brain), lambda span: (written.append(span), relay(span)))
+        assert caller() is None  # no app span open here
+        with provider.get_tracer("app").start_as_current_span("POST /refunds") as request:
+            with tracing(caller()):
+                agent.run(QUESTION)
+    app = {s.context.span_id: s for s in app_spans.get_finished_spans()}
+    names = {f"{s.context.span_id:016x}": s.name for s in app.values()}
+    assert sorted(names.values()) == ["POST /refunds", "chat stand-in", "chat stand-in", "execute_tool final_answer",
+                                      "execute_tool look_up_order", "invoke_agent support"]
+    # one trace: the run is a child of the app's request span
+    assert {s.context.trace_id for s in app.values()} == {request.get_span_context().trace_id}
+    [run] = [s for s in app.values() if s.name == "invoke_agent support"]
+    assert run.parent.span_id == request.get_span_context().span_id
+    # our ids, so the traceparent the model server heard names a span the app's backend has
+    for ours in written:
+        theirs = app[int(ours.span_id, 16)]
+        assert (f"{theirs.parent.span_id:016x}", theirs.start_time, theirs.end_time) == (ours.parent_id, ours.start,
+                                                                                       ours.end)
+        assert dict(theirs.attributes) == {k: tuple(v) if isinstance(v, list) else v
+                                           for k, v in ours.attributes.items()}
+    heard = [h["traceparent"].split("-")[2] for h in model.headers]
+    assert [names[h] for h in heard] == ["chat stand-in", "chat stand-in"]
+    chat = app[int(heard[0], 16)]
+    assert chat.kind.name == "CLIENT" and chat.attributes["gen_ai.usage.input_tokens"] == 11
+
+
+def test_a_tool_that_failed_is_an_error_in_the_apps_tracer_and_a_failing_tracer_is_reported_not_raised():
+    sdk = pytest.importorskip("opentelemetry.sdk.trace", reason="pip install opentelemetry-sdk (the dev extra)")
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from microagent.otel.bridge import Relay
+
+    provider, app_spans = sdk.TracerProvider(), InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(app_spans))
+    def look_up_order(order_id: str) -> str:
+        raise ConnectionError("the orders database is down")
+
+    agent = traced(Agent(scripted(Action("look_up_order", {"order_id": "Z9"}, "look"),
+                                  Action("final_answer", {"answer": "try later"}, "say")),
+                         [Tool("look_up_order", "Look up an order.", look_up_order), final_answer], name="support"),
+                   Relay(provider))
+    with tracing():
+        agent.run("where is Z9?")
+    [lookup] = [s for s in app_spans.get_finished_spans() if s.name == "execute_tool look_up_order"]
+    assert (lookup.status.status_code.name, lookup.status.description, lookup.attributes["error.type"]) == (
+        "ERROR", "ConnectionError", "ConnectionError")
+    assert [s.parent for s in app_spans.get_finished_spans() if s.name == "invoke_agent support"] == [None]
+
+    class Broken:
+        def get_tracer(self, *args):
+            raise RuntimeError("the app's tracer broke")
+    told = []
+    with tracing():
+        ctx = traced(support_agent(approver=YES), Relay(Broken(), report=told.append)).run(QUESTION)
+    assert ctx.last().name == "final_answer" and told == ["could not relay 9 spans: RuntimeError"]

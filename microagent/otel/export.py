@@ -67,8 +67,7 @@ class Exporter:
             raise TypeError(f"an Exporter records Spans, not {type(span).__name__}")
         with self.lock:
             self.kept.append(span)
-        if span.parent_id is None or span.remote or getattr(span.above, "to", None) \
-                is not span.to:  # the outermost span written here has ended
+        if outermost(span):
             self.flush()
 
     def flush(self) -> None:
@@ -142,6 +141,13 @@ class Exporter:
             said = " ".join(said.decode("utf-8", "replace").split())[:SAID]
             self.report(f"{self.url} refused {count} spans: HTTP {status}"
                         + (f" ({said})" if said else ""))
+
+
+def outermost(span: Span) -> bool:
+    """Whether `span` is the outermost one written to its record: the others sit in it."""
+    # its parent is in another process, or there is none, or it is written somewhere else
+    return span.parent_id is None or span.remote or getattr(span.above, "to", None) \
+        is not span.to
 
 
 def _shut(conn, shut: threading.Event) -> None:
