@@ -106,12 +106,11 @@ def phoenix(tmp_path_factory):
         yield url
 
 
-def refund(url: str, path: pathlib.Path):
-    """A traced refund sent to the collector at `url` (and written to `path`): an LLM brain (the
+def refund(record, header: str | None = None):
+    """A traced refund, each span to `record`, in a trace under `header`: an LLM brain (the
     stand-in, with a key), its order lookup over MCP, a refund bob approves, a token in the
-    question. (the spans written, what the Exporter reported, the model's headers, the answer)"""
-    told, written = [], []
-    exporter = Exporter(str(path), url=url, report=told.append)
+    question. (the spans written, the model's headers, the answer)"""
+    written = []
     script = [reply(calls=[("look_up_order", '{"order_id": "A1234"}')], usage=(21, 4)),
               reply(calls=[("check_policy", '{"order_id": "A1234"}')], usage=(48, 4)),
               reply(calls=[("issue_refund", '{"order_id": "A1234", "amount": 79}')], usage=(71, 9)),
@@ -122,12 +121,12 @@ def refund(url: str, path: pathlib.Path):
         office = support_agent(brain)  # a refund waits for a human
         office = traced(Agent(office.policy, [lookup, *[t for t in office.tools.values()
                                                         if t.name != "look_up_order"]], name="support"),
-                        lambda span: (written.append(span), exporter(span)), content=True)
-        with tracing():
+                        lambda span: (written.append(span), record(span)), content=True)
+        with tracing(header):
             paused = office.run(f"{QUESTION} My account token: {TOKEN}")
             assert paused.last().tool == "issue_refund"
             done = office.run(approve(paused, office.tools["issue_refund"], by="bob"))
-        return written, told, model.headers, done.last().content
+        return written, model.headers, done.last().content
 
 
 def spans_of(url: str, trace_id: str, count: int) -> list[dict]:
@@ -153,7 +152,8 @@ def outline(spans: list[dict]) -> list[str]:
 
 def test_a_traced_refund_sent_in_protobuf_is_drawn_by_phoenix_as_a_tree_with_its_words_and_no_secret(
         phoenix, tmp_path):
-    written, told, headers, answer = refund(phoenix, tmp_path / "spans.jsonl")
+    told = []
+    written, headers, answer = refund(Exporter(str(tmp_path / "spans.jsonl"), url=phoenix, report=told.append))
     assert answer == "Good news: I refunded $79."
     assert headers[0]["Authorization"] == f"Bearer {KEY}"  # the key went to the model only
     assert told == []  # Phoenix took the POST: protobuf, gzipped
@@ -185,6 +185,36 @@ def test_a_traced_refund_sent_in_protobuf_is_drawn_by_phoenix_as_a_tree_with_its
     assert KEY not in said and TOKEN not in said and "QXQX" not in said
 
 
+def test_a_refund_relayed_through_the_apps_own_tracer_and_the_sdks_exporter_is_under_the_apps_span(phoenix):
+    # the app: its tracer provider, exporting with OpenTelemetry's own OTLP/HTTP exporter
+    sdk = pytest.importorskip("opentelemetry.sdk.trace", reason="pip install opentelemetry-sdk (the dev extra)")
+    otlp = pytest.importorskip("opentelemetry.exporter.otlp.proto.http.trace_exporter",
+                               reason="pip install opentelemetry-exporter-otlp-proto-http (the dev extra)")
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    from microagent.otel.bridge import Relay, caller
+
+    provider = sdk.TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(otlp.OTLPSpanExporter(endpoint=phoenix + "/v1/traces")))
+    with provider.get_tracer("app").start_as_current_span("POST /refunds") as request:
+        written, headers, answer = refund(Relay(provider), caller())
+    provider.shutdown()
+    trace_id = f"{request.get_span_context().trace_id:032x}"
+    assert answer == "Good news: I refunded $79." and {s.trace_id for s in written} == {trace_id}
+    spans = spans_of(phoenix, trace_id, len(written) + 1)
+    assert outline(spans) == [
+        "POST /refunds UNKNOWN",
+        "  invoke_agent support AGENT",
+        "    chat stand-in LLM", "    execute_tool look_up_order TOOL", "    chat stand-in LLM",
+        "    execute_tool check_policy TOOL", "    chat stand-in LLM", "    execute_tool issue_refund TOOL",
+        "    chat stand-in LLM", "    execute_tool final_answer TOOL"]
+    # our ids: each chat span the model server heard of is there by that id
+    ids = {s["context"]["span_id"]: s["name"] for s in spans}
+    assert [ids[h["traceparent"].split("-")[2]] for h in headers] == ["chat stand-in"] * 4
+    said = json.dumps([s["attributes"] for s in spans])
+    assert KEY not in said and TOKEN not in said and "QXQX" not in said
+
+
 # --- the otel README's screenshot ------------------------------------------------------------
 
 def screenshot(path: str) -> None:
@@ -196,7 +226,8 @@ def screenshot(path: str) -> None:
 
     with tempfile.TemporaryDirectory() as folder, running(pathlib.Path(folder)) as url, \
             sync_playwright() as playwright:
-        written, told, _, _ = refund(url, pathlib.Path(folder) / "spans.jsonl")
+        told = []
+        written, _, _ = refund(Exporter(url=url, report=told.append))
         assert told == [], told
         spans_of(url, written[-1].trace_id, len(written))
         browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=[
