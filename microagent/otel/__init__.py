@@ -11,7 +11,9 @@
 otlp.py writes spans as OTLP JSON (the TracesData of a line, or a POST);
 protobuf.py writes the same in Protobuf's bytes (what most backends take);
 export.py's Exporter writes each trace as one line of a file and POSTs it to a
-collector's /v1/traces, with the standard library alone. It is built on the
+collector's /v1/traces, with the standard library alone. bridge.py's Relay sends
+them through the app's own OpenTelemetry tracer instead (it needs opentelemetry-api,
+so it is imported from microagent.otel.bridge, not from here). It is built on the
 book's public names only (microagent.spans); README.md beside this says more.
 """
 
