@@ -268,7 +268,7 @@ def test_every_kind_of_value_and_an_error_status_come_out_of_opentelemetrys_pars
 
 @settings(max_examples=60, deadline=None)
 @given(st.one_of(st.text(max_size=300), st.booleans(), st.integers(-(2 ** 63), 2 ** 63 - 1),
-                 st.floats(allow_nan=False), st.lists(st.integers(-(2 ** 63), 2 ** 63 - 1), min_size=1, max_size=3)),
+                 st.floats(allow_nan=False, allow_infinity=False), st.lists(st.integers(-(2 ** 63), 2 ** 63 - 1), min_size=1, max_size=3)),
        st.sampled_from([1, 127, 128, 129, 16383, 16384, 16385]))
 def test_any_value_and_length_at_the_edges_of_a_varint_reads_back_as_written(value, padding):
     # a string of 127, 128 or 16384 bytes needs a one, two or three byte length; ints cover 64 bits
@@ -277,7 +277,13 @@ def test_any_value_and_length_at_the_edges_of_a_varint_reads_back_as_written(val
               if isinstance(value, float) else {"stringValue": value} if isinstance(value, str)
               else {"arrayValue": {"values": [{"intValue": str(v)} for v in value]}}}
     parsed = common_pb2.KeyValue.FromString(encode("KeyValue", fields))
-    assert MessageToDict(parsed) == fields
+    assert MessageToDict(parsed) == fields  # (its JSON says an infinity as "Infinity": below)
+
+
+def test_an_infinite_double_is_written_as_protobuf_has_it():
+    for value in (float("inf"), float("-inf")):
+        parsed = common_pb2.AnyValue.FromString(encode("AnyValue", {"doubleValue": value}))
+        assert parsed.double_value == value
 
 
 def test_a_server_that_takes_no_gzip_gets_the_trace_plain_and_no_more_gzip_after(tmp_path, collector):
