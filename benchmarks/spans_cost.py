@@ -10,6 +10,7 @@ share. Four ways, each the best of several repeats of 200 runs:
     traced, idle    traced(office), run outside any tracing block: it writes nothing
     traced, kept    inside a tracing block, each span kept in a list
     traced, a file  inside a tracing block, each run a line of OTLP JSON in a file
+    ... with words  the same, traced with content=True (the question, messages, results)
 
 Ratios are against plain, measured in the same run (compare them, not the times).
 Then one run's spans as each form of OTLP a POST carries: the time to encode them
@@ -49,6 +50,7 @@ def main() -> None:
     exporter = Exporter(str(folder / "spans.jsonl"))
     idle, keeping, writing = traced(office, kept.append), traced(office, kept.append), \
         traced(office, exporter)
+    wordy = traced(office, Exporter(str(folder / "words.jsonl")), content=True)
 
     def in_block(agent):
         def run():
@@ -57,7 +59,8 @@ def main() -> None:
         return run
 
     ways = [("plain", lambda: office.run(QUESTION)), ("traced, idle", lambda: idle.run(QUESTION)),
-            ("traced, kept", in_block(keeping)), ("traced, a file", in_block(writing))]
+            ("traced, kept", in_block(keeping)), ("traced, a file", in_block(writing)),
+            ("... with words", in_block(wordy))]
     times = {name: timed(run) for name, run in ways}
     line = (folder / "spans.jsonl").read_text().splitlines()[0]
     print(f"{RUNS} runs of the refund office (9 spans each), best of {REPEATS}:")
@@ -65,7 +68,8 @@ def main() -> None:
     print("|-----|--------:|------:|")
     for name, seconds in times.items():
         print(f"| {name} | {seconds * 1e6:.0f} µs | {seconds / times['plain']:.2f}x |")
-    print(f"one run's line of OTLP JSON: {len(line):,} bytes")
+    words = (folder / "words.jsonl").read_text().splitlines()[0]
+    print(f"one run's line of OTLP JSON: {len(line):,} bytes ({len(words):,} with words)")
 
     spans = kept[-9:]  # one run's spans
     forms = [("OTLP JSON (http/json)",
