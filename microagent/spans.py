@@ -27,10 +27,14 @@ children of the caller's span (a header that is not well formed is ignored, as
 W3C says), and `sending(send)` wraps the LLM brain's one seam so each model
 request carries the header of its chat span, whose token counts the reply fills in.
 
-What it leaves out: the words (no prompt, reply, argument or result is written,
-only names, times, token counts and what failed), sampling (every run in a block
-is written), tracestate, events and links, and the wire: microagent/otel/ writes
-spans as OTLP JSON, to a file or a collector.
+The words (the question and answer, the notebook a brain read and its move, a
+tool's arguments and result) are written only with `traced(..., content=True)`:
+they may be long or private. Then each text is cut at CAP characters (saying how
+many were left out), and what looks like a secret is written as [hidden].
+
+What it leaves out: sampling (every run in a block is written), tracestate,
+events and links, and the wire: microagent/otel/ writes spans as OTLP, to a file
+or a collector.
 """
 
 import contextlib
@@ -46,9 +50,11 @@ from typing import NamedTuple
 
 from microagent.agent import Agent
 from microagent.message import Message
+from microagent.policy import Action
 from microagent.tool import Tool
 
 SAMPLED, RANDOM = 0x01, 0x02  # the trace flags W3C defines (every span here is written)
+CAP = 4000  # characters of one text a span keeps with content=True (the rest: said cut)
 
 
 class Parent(NamedTuple):
@@ -84,22 +90,28 @@ _OPEN = contextvars.ContextVar("microagent.spans: the open span", default=None)
 _RUNS = contextvars.ContextVar("microagent.spans: the runs of the innermost block")
 
 
-def traced(thing: Agent | Tool, record, *, model: str | None = None) -> Agent | Tool:
+def traced(thing: Agent | Tool, record, *, model: str | None = None,
+           content: bool | int = False) -> Agent | Tool:
     """The same agent (or tool), writing each finished Span to `record` (a function).
 
     `model` names the brain in its chat spans (None: the brain function's name); an
-    LLM brain whose send is `sending(...)` names its model itself.
+    LLM brain whose send is `sending(...)` names its model itself. `content` writes
+    the words too, each text cut at CAP characters (or at `content`, a number).
     """
     if not callable(record):
         raise TypeError("record is where finished spans go: a function of a Span, "
                         "like written.append or microagent.otel's Exporter")
+    if not (type(content) is bool or (type(content) is int and content > 0)):
+        raise TypeError(f"content is True, False, or the characters a text keeps (a "
+                        f"whole number over 0), not {content!r}")
+    cap = CAP if content is True else int(content)  # 0: no words
     if isinstance(thing, Tool):
-        return _calling(thing, record)
+        return _calling(thing, record, cap)
     if not isinstance(thing, Agent):
         raise TypeError(f"traced takes an Agent or a Tool, not {thing!r}")
     model = model or getattr(thing.policy, "__name__", "brain")
-    tools = [_calling(t, record) for t in thing.tools.values()]
-    brain = _deciding(thing, record, model)
+    tools = [_calling(t, record, cap) for t in thing.tools.values()]
+    brain = _deciding(thing, record, model, cap)
     return Agent(brain, tools, thing.max_steps, name=thing.name)
 
 
@@ -181,7 +193,7 @@ def parse(header: str) -> Parent | None:
 # --- the wrappers: a brain, a tool ---------------------------------------------------
 
 
-def _deciding(agent: Agent, record, model: str):
+def _deciding(agent: Agent, record, model: str, cap: int):
     """The agent's brain, each decision a chat span inside the run it belongs to."""
     policy = agent.policy
 
@@ -190,13 +202,21 @@ def _deciding(agent: Agent, record, model: str):
         above = _OPEN.get()
         if above is None:  # not tracing
             return policy(ctx, tools)
-        run = _run_for(above, ctx, agent.name, record, decide)
+        run = _run_for(above, ctx, agent.name, record, decide, cap)
         chat = _start(f"chat {model}", run, {
             "gen_ai.operation.name": "chat", "gen_ai.provider.name": "microagent",
             "gen_ai.request.model": model}, record)
+        if cap:
+            chat.attributes["gen_ai.input.messages"] = _said_json(
+                [_message(m, cap) for m in ctx])
         token = _OPEN.set(chat)
         try:
-            return policy(ctx, tools)
+            action = policy(ctx, tools)
+            if cap and isinstance(action, Action):
+                chat.attributes["gen_ai.output.messages"] = _said_json([_message(
+                    agent.decision(action), cap, "stop" if action.tool is None else
+                    "tool_call")])
+            return action
         except BaseException as e:  # a brain that fails (or is stopped) ends its run
             chat.error = run.error = type(e).__name__
             raise
@@ -206,7 +226,7 @@ def _deciding(agent: Agent, record, model: str):
     return decide
 
 
-def _run_for(above, ctx, name: str, record, by) -> Span:
+def _run_for(above, ctx, name: str, record, by, cap: int) -> Span:
     """The run this decision belongs to: the one open here, or a new one."""
     last = ctx.last()
     fresh = last is None or last.kind == "question"  # the first move since a question
@@ -218,6 +238,11 @@ def _run_for(above, ctx, name: str, record, by) -> Span:
         "gen_ai.operation.name": "invoke_agent", "gen_ai.provider.name": "microagent",
         "gen_ai.agent.name": name}, record)
     run.by = by
+    asked = [m for m in ctx if m.kind == "question"][-1:]  # a resumed run: its question
+    if cap and asked:
+        run.attributes.update({"input.value": _said(asked[0].content, cap),
+                               "gen_ai.input.messages": _said_json(
+                                   [_message(asked[0], cap)])})
     _RUNS.get().append((run, record))
     # subtle: left set, so the rest of the run is inside it; the block it runs in
     # (a tracing block, a tool call) puts back what was open, and writes the run
@@ -225,7 +250,7 @@ def _run_for(above, ctx, name: str, record, by) -> Span:
     return run
 
 
-def _calling(tool: Tool, record) -> Tool:
+def _calling(tool: Tool, record, cap: int) -> Tool:
     """The tool, each call an execute_tool span; an error note, or a raise, an error."""
     @functools.wraps(tool.fn)
     def call(**args):
@@ -235,11 +260,23 @@ def _calling(tool: Tool, record) -> Tool:
         span = _start(f"execute_tool {tool.name}", above, {
             "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool.name,
             "gen_ai.tool.type": "function"}, record)
+        if cap:
+            span.attributes["gen_ai.tool.call.arguments"] = span.attributes[
+                "input.value"] = _said(_args(args), cap)
+            span.attributes["input.mime_type"] = "application/json"
         try:
             with _block(span):  # an agent used as this tool runs its run in here
                 out = tool.fn(**args)
             if isinstance(out, Message) and out.error:
                 span.error = "tool_error"  # OpenTelemetry's word for an error result
+            if cap:
+                said = _said(out.content if isinstance(out, Message) else str(out), cap)
+                span.attributes["gen_ai.tool.call.result"] = \
+                    span.attributes["output.value"] = said
+                if tool.terminal and span.error is None and getattr(above, "by", None):
+                    above.attributes.update({"output.value": said,  # the run's answer
+                                             "gen_ai.output.messages": _said_json(
+                                                 [_answer(said)])})
             return out
         except BaseException as e:  # its type only: its words may hold a secret (hiding)
             span.error = type(e).__name__
@@ -325,3 +362,64 @@ def _told(chat: Span, reply: dict) -> None:
         why = choice.get("finish_reason") if isinstance(choice, dict) else None
         if isinstance(why, str) and FINISH.fullmatch(why):
             chat.attributes["gen_ai.response.finish_reasons"] = [why]
+
+
+# --- the words, with content=True: what looks like a secret hidden, long texts cut ----
+
+# a bearer token, a key known by its prefix, a value named like a secret (key=..., token:)
+_SECRETS = [(re.compile(r"(?i)\b(bearer|basic)(\s+)[\w.~+/=-]{6,}"), r"\1\2[hidden]"),
+            (re.compile(r"\b(?:sk|pk|rk)-[\w-]{6,}|\bgh[pousr]_\w{16,}"
+                        r"|\bxox[abp]-[\w-]{8,}|\bAKIA[0-9A-Z]{16}\b"), "[hidden]"),
+            (re.compile(r"(?i)((?:api[_-]?key|token|secret|password|passwd|authorization"
+                        r"|credential|cookie)s?[\"']?\s*[:=]\s*[\"']?)"
+                        r"(?!(?:bearer|basic)\s)[^\s\"',;&}]+"), r"\1[hidden]")]
+_SECRET_NAME = re.compile(r"(?i)key|token|secret|passw|authoriz|credential|cookie")
+
+
+def _said(text: str, cap: int) -> str:
+    """A text as a span keeps it: what looks like a secret hidden, cut at `cap`.
+
+    >>> _said('Authorization: Bearer abc.def-123, {"api_key": "k-9", "id": "A1"}', 99)
+    'Authorization: Bearer [hidden], {"api_key": "[hidden]", "id": "A1"}'
+    >>> _said("a long answer", 6)
+    'a long… [7 more characters left out]'
+    """
+    for pattern, hidden in _SECRETS:
+        text = pattern.sub(hidden, text)
+    return text if len(text) <= cap else \
+        f"{text[:cap]}… [{len(text) - cap} more characters left out]"
+
+
+def _args(args: dict) -> str:
+    """A tool's arguments as JSON text, a value under a secret's name hidden."""
+    return json.dumps({k: "[hidden]" if _SECRET_NAME.search(k) else v
+                       for k, v in args.items()}, ensure_ascii=False, default=str)
+
+
+def _text(said: str) -> dict:
+    return {"type": "text", "content": said}
+
+
+def _answer(said: str) -> dict:
+    return {"role": "assistant", "parts": [_text(said)], "finish_reason": "stop"}
+
+
+def _message(note: Message, cap: int, finish: str | None = None) -> dict:
+    """A note as the GenAI conventions write a message: a role and its parts."""
+    if note.kind == "result":
+        parts = [{"type": "tool_call_response", "response": _said(note.content, cap)}]
+    else:
+        parts = [_text(_said(note.content, cap))] if note.content else []
+    if note.kind == "decision":
+        try:
+            args = _args(json.loads(note.args))
+        except (ValueError, TypeError, AttributeError, RecursionError):  # not a dict
+            args = note.args
+        parts.append({"type": "tool_call", "name": note.tool,
+                      "arguments": _said(args, cap)})
+    out = {"role": note.role, "parts": parts}
+    return out if finish is None else {**out, "finish_reason": finish}
+
+
+def _said_json(messages: list[dict]) -> str:
+    return json.dumps(messages, ensure_ascii=False)

@@ -10,6 +10,8 @@ model is the stand-in model server; the host is a real server on a free port; th
 server is a subprocess, and its other client the official `mcp` SDK's.
 """
 
+import base64
+import gzip
 import http.client
 import http.server
 import json
@@ -18,17 +20,21 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from google.protobuf.json_format import MessageToDict
+from hypothesis import given, settings, strategies as st
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+from opentelemetry.proto.common.v1 import common_pb2
 from opentelemetry.proto_json.collector.trace.v1.trace_service import ExportTraceServiceRequest
 from opentelemetry.proto_json.trace.v1.trace import Span as OtelSpan, Status, TracesData
 
 from host_offices import events
-from microagent import Action, Agent, final_answer, scripted
+from microagent import Action, Agent, Tool, final_answer, scripted
 from microagent.team import agent_tool
 from microagent.demo import QUESTION, support_agent
 from microagent.host import Server, refund_office
 from microagent.llm import chat_policy
 from microagent.mcp import connect
-from microagent.otel import Exporter, traces_data
+from microagent.otel import Exporter, encode, traces_data
 from microagent.spans import sending, traced, tracing
 from microagent.transport import hardened
 from microagent.transport.stand_in import reply, serve
@@ -129,16 +135,24 @@ def test_an_error_status_and_a_list_attribute_read_back_as_opentelemetry_has_the
 # --- a collector on 127.0.0.1 ----------------------------------------------------------
 
 class Collector:
-    """A real HTTP server that takes OTLP JSON POSTs and answers as it is told."""
+    """A real HTTP server that takes OTLP POSTs and answers as it is told; posts keep each body
+    as sent (gzipped or not), and gzip=False answers a gzipped one 415, as a server that takes
+    no gzip does."""
 
-    def __init__(self, status=200, said=b"{}", location=None, stall: float = 0.0, trickle: float = 0.0):
+    def __init__(self, status=200, said=b"{}", location=None, stall: float = 0.0, trickle: float = 0.0,
+                 gzip=True):
         self.posts, self.stop = [], threading.Event()
-        outer = self
+        outer, takes_gzip = self, gzip
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_POST(self):
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 outer.posts.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+                if self.headers.get("Content-Encoding") == "gzip" and not takes_gzip:
+                    self.send_response(415)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 outer.stop.wait(stall)
                 if trickle:  # its whole answer a byte at a time, each well within any read timeout
                     for byte in b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\n{}":
@@ -184,16 +198,104 @@ def collector():
 def test_each_trace_is_posted_to_the_collectors_v1_traces_as_the_line_in_the_file(tmp_path, collector):
     at = collector()
     path, told = tmp_path / "spans.jsonl", []
-    exporter = Exporter(str(path), url=at.url, headers={"x-api-key": "k-123"}, report=told.append)
+    exporter = Exporter(str(path), url=at.url, protocol="http/json", compression=None,
+                        headers={"x-api-key": "k-123"}, report=told.append)
     with tracing():
         traced(support_agent(approver=YES), exporter).run(QUESTION)
     [(where, headers, body)] = at.posts
     assert where == "/v1/traces" and headers["content-type"] == "application/json"
-    assert headers["x-api-key"] == "k-123" and told == []
+    assert headers["x-api-key"] == "k-123" and "content-encoding" not in headers and told == []
     assert body.decode() + "\n" == path.read_text()
     request = ExportTraceServiceRequest.from_json(body)  # the message a collector's /v1/traces reads
     assert [s.name for s in request.resource_spans[0].scope_spans[0].spans][-1] == "invoke_agent support"
     assert Exporter(url=at.url + "/v1/traces").url == at.url + "/v1/traces"
+
+
+# --- Protobuf's binary form, read by OpenTelemetry's own Protobuf parser ---------------------
+
+def from_protobuf(body: bytes) -> dict:
+    """A POST's body in Protobuf, parsed by opentelemetry-proto's ExportTraceServiceRequest (the
+    message a collector's /v1/traces reads), then written as OTLP JSON: ids in hex, not base64."""
+    request = trace_service_pb2.ExportTraceServiceRequest.FromString(body)
+    out = MessageToDict(request, use_integers_for_enums=True)
+    for resource in out["resourceSpans"]:
+        for scoped in resource["scopeSpans"]:
+            for span in scoped["spans"]:
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if key in span:
+                        span[key] = base64.b64decode(span[key]).hex()
+    return out
+
+
+def test_by_default_each_trace_is_posted_gzipped_in_protobuf_and_says_every_field_the_json_line_says(
+        tmp_path, collector):
+    at = collector()
+    path, told = tmp_path / "spans.jsonl", []
+    written = []
+    with serve([reply(calls=[("look_up_order", '{"order_id": "A1234"}')], usage=(11, 2)),
+                reply("Sorry.", usage=(12, 3))]) as model:
+        brain = chat_policy("stand-in", model.url, send=sending(hardened(retries=0)))
+        exporter = Exporter(str(path), url=at.url, report=told.append)
+        agent = traced(support_agent(brain), lambda span: (written.append(span), exporter(span)))
+        with tracing(f"00-{TRACE}-00f067aa0ba902b7-01"):
+            agent.run(QUESTION)
+    [(where, headers, body)] = at.posts
+    assert where == "/v1/traces" and told == []
+    assert (headers["content-type"], headers["content-encoding"]) == ("application/x-protobuf", "gzip")
+    line = json.loads(path.read_text())
+    assert from_protobuf(gzip.decompress(body)) == line  # every field, every value, as the line has it
+    # the line holds each kind of field: a parent, an error status, a client kind, ints, a list
+    spans = line["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    assert {s["kind"] for s in spans} == {1, 3} and all("parentSpanId" in s for s in spans)
+    assert any(a["value"].get("arrayValue") for s in spans for a in s.get("attributes", []))
+
+
+def test_every_kind_of_value_and_an_error_status_come_out_of_opentelemetrys_parser_as_in_json():
+    written = []
+    with tracing():
+        traced(support_agent(approver=YES), written.append).run(QUESTION)
+    written[1].error = "RuntimeError"
+    written[1].attributes.update({"a.bool": False, "a.true": True, "a.int": -(2 ** 63), "a.big": 2 ** 63 - 1,
+                                  "a.zero": 0, "a.empty": "", "a.double": -0.5, "a.list": [1, "two", 3.0, True],
+                                  "a.unicode": "réfund ✓ \u0000"})
+    data = traces_data(written, "the desk")
+    assert from_protobuf(encode("TracesData", data)) == data
+    span = trace_service_pb2.ExportTraceServiceRequest.FromString(encode("TracesData", data)) \
+        .resource_spans[0].scope_spans[0].spans[1]
+    assert (span.status.code, span.status.message, span.flags) == (2, "RuntimeError", 0x101)
+    assert span.start_time_unix_nano == written[1].start and span.span_id.hex() == written[1].span_id
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.one_of(st.text(max_size=300), st.booleans(), st.integers(-(2 ** 63), 2 ** 63 - 1),
+                 st.floats(allow_nan=False, allow_infinity=False), st.lists(st.integers(-(2 ** 63), 2 ** 63 - 1), min_size=1, max_size=3)),
+       st.sampled_from([1, 127, 128, 129, 16383, 16384, 16385]))
+def test_any_value_and_length_at_the_edges_of_a_varint_reads_back_as_written(value, padding):
+    # a string of 127, 128 or 16384 bytes needs a one, two or three byte length; ints cover 64 bits
+    fields = {"key": "k" * padding, "value": {"intValue": str(value)} if type(value) is int
+              else {"boolValue": value} if isinstance(value, bool) else {"doubleValue": value}
+              if isinstance(value, float) else {"stringValue": value} if isinstance(value, str)
+              else {"arrayValue": {"values": [{"intValue": str(v)} for v in value]}}}
+    parsed = common_pb2.KeyValue.FromString(encode("KeyValue", fields))
+    assert MessageToDict(parsed) == fields  # (its JSON says an infinity as "Infinity": below)
+
+
+def test_an_infinite_double_is_written_as_protobuf_has_it():
+    for value in (float("inf"), float("-inf")):
+        parsed = common_pb2.AnyValue.FromString(encode("AnyValue", {"doubleValue": value}))
+        assert parsed.double_value == value
+
+
+def test_a_server_that_takes_no_gzip_gets_the_trace_plain_and_no_more_gzip_after(tmp_path, collector):
+    at, told = collector(gzip=False), []
+    exporter = Exporter(url=at.url, report=told.append)
+    agent = traced(support_agent(approver=YES), exporter)
+    for _ in range(2):
+        with tracing():
+            agent.run(QUESTION)
+    assert [h.get("content-encoding") for _, h, _ in at.posts] == ["gzip", None, None] and told == []
+    assert [s["name"] for s in from_protobuf(at.posts[1][2])["resourceSpans"][0]["scopeSpans"][0]["spans"]][-1] \
+        == "invoke_agent support"
 
 
 @pytest.mark.parametrize("how, problem", [
@@ -279,6 +381,10 @@ def test_an_exporter_says_what_it_needs():
         Exporter(url="http://127.0.0.1:4318#x")
     with pytest.raises(TypeError, match="records Spans"):
         Exporter(url="http://127.0.0.1:4318")({"name": "x"})
+    with pytest.raises(ValueError, match="'http/protobuf' or 'http/json', not 'grpc'"):
+        Exporter(url="http://127.0.0.1:4318", protocol="grpc")
+    with pytest.raises(ValueError, match="'gzip' or None, not 'zstd'"):
+        Exporter(url="http://127.0.0.1:4318", compression="zstd")
 
 
 def test_spans_from_many_threads_make_whole_lines(tmp_path):
@@ -445,3 +551,77 @@ def test_the_official_sdk_client_sends_its_span_in_meta_and_our_servers_spans_ar
                                                                                          0x301)
     for alone in (second[0], third[0]):
         assert alone.parent_span_id == b"" and alone.trace_id.hex() != TRACE and alone.flags == 0x101
+
+
+# --- the app's own tracer: microagent.otel.bridge ---------------------------------------------
+
+def test_a_run_relayed_through_the_apps_own_tracer_is_a_child_of_the_apps_span_with_our_ids():
+    sdk = pytest.importorskip("opentelemetry.sdk.trace", reason="pip install opentelemetry-sdk (the dev extra)")
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from microagent.otel.bridge import Relay, caller
+
+    provider, app_spans = sdk.TracerProvider(), InMemorySpanExporter()  # the app's, and its exporter
+    provider.add_span_processor(SimpleSpanProcessor(app_spans))
+    written = []
+    relay = Relay(provider)
+    with serve([reply(calls=[("look_up_order", '{"order_id": "A1234"}')], usage=(11, 2)),
+                reply("Sorry.", usage=(12, 3))]) as model:
+        brain = chat_policy("stand-in", model.url, send=sending(hardened(retries=0)))
+        agent = traced(support_agent(brain), lambda span: (written.append(span), relay(span)))
+        assert caller() is None  # no app span open here
+        with provider.get_tracer("app").start_as_current_span("POST /refunds") as request:
+            with tracing(caller()):
+                agent.run(QUESTION)
+    app = {s.context.span_id: s for s in app_spans.get_finished_spans()}
+    names = {f"{s.context.span_id:016x}": s.name for s in app.values()}
+    assert sorted(names.values()) == ["POST /refunds", "chat stand-in", "chat stand-in", "execute_tool final_answer",
+                                      "execute_tool look_up_order", "invoke_agent support"]
+    # one trace: the run is a child of the app's request span
+    assert {s.context.trace_id for s in app.values()} == {request.get_span_context().trace_id}
+    [run] = [s for s in app.values() if s.name == "invoke_agent support"]
+    assert run.parent.span_id == request.get_span_context().span_id
+    # our ids, so the traceparent the model server heard names a span the app's backend has
+    for ours in written:
+        theirs = app[int(ours.span_id, 16)]
+        assert (f"{theirs.parent.span_id:016x}", theirs.start_time, theirs.end_time) == (ours.parent_id, ours.start,
+                                                                                       ours.end)
+        assert dict(theirs.attributes) == {k: tuple(v) if isinstance(v, list) else v
+                                           for k, v in ours.attributes.items()}
+    heard = [h["traceparent"].split("-")[2] for h in model.headers]
+    assert [names[h] for h in heard] == ["chat stand-in", "chat stand-in"]
+    chat = app[int(heard[0], 16)]
+    assert chat.kind.name == "CLIENT" and chat.attributes["gen_ai.usage.input_tokens"] == 11
+
+
+def test_a_tool_that_failed_is_an_error_in_the_apps_tracer_and_a_failing_tracer_is_reported_not_raised():
+    sdk = pytest.importorskip("opentelemetry.sdk.trace", reason="pip install opentelemetry-sdk (the dev extra)")
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from microagent.otel.bridge import Relay
+
+    provider, app_spans = sdk.TracerProvider(), InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(app_spans))
+    def look_up_order(order_id: str) -> str:
+        raise ConnectionError("the orders database is down")
+
+    agent = traced(Agent(scripted(Action("look_up_order", {"order_id": "Z9"}, "look"),
+                                  Action("final_answer", {"answer": "try later"}, "say")),
+                         [Tool("look_up_order", "Look up an order.", look_up_order), final_answer], name="support"),
+                   Relay(provider))
+    with tracing():
+        agent.run("where is Z9?")
+    [lookup] = [s for s in app_spans.get_finished_spans() if s.name == "execute_tool look_up_order"]
+    assert (lookup.status.status_code.name, lookup.status.description, lookup.attributes["error.type"]) == (
+        "ERROR", "ConnectionError", "ConnectionError")
+    assert [s.parent for s in app_spans.get_finished_spans() if s.name == "invoke_agent support"] == [None]
+
+    class Broken:
+        def get_tracer(self, *args):
+            raise RuntimeError("the app's tracer broke")
+    told = []
+    with tracing():
+        ctx = traced(support_agent(approver=YES), Relay(Broken(), report=told.append)).run(QUESTION)
+    assert ctx.last().name == "final_answer" and told == ["could not relay 9 spans: RuntimeError"]

@@ -2,6 +2,7 @@
 case for case against OpenTelemetry's own propagator, and the brain's traced seam against
 the stand-in model server."""
 
+import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -249,6 +250,99 @@ def test_traced_refuses_what_it_cannot_trace():
         traced(lambda ctx, tools: None, [].append)
     with pytest.raises(TypeError, match="where finished spans go"):
         traced(support_agent(), "spans.jsonl")
+    for content in ["yes", 0, -5, 2.5]:
+        with pytest.raises(TypeError, match="content is True, False, or the characters a text keeps"):
+            traced(support_agent(), [].append, content=content)
+
+
+# --- the words, with content=True ------------------------------------------------------
+
+WORDS = {"input.value", "output.value", "input.mime_type", "gen_ai.input.messages", "gen_ai.output.messages",
+         "gen_ai.tool.call.arguments", "gen_ai.tool.call.result"}
+
+
+def test_with_content_the_run_has_its_question_and_answer_the_chat_its_messages_and_the_tool_its_call():
+    written = []
+
+    @as_tool
+    def look_up(order_id: str) -> str:
+        """Look up an order."""
+        return f"{order_id}: delivered"
+
+    agent = traced(Agent(scripted(Action("look_up", {"order_id": "A1"}, "check it"),
+                                  Action("final_answer", {"answer": "A1 was delivered."}, "say it")),
+                         [look_up, final_answer], name="desk"), written.append, model="m", content=True)
+    with tracing():
+        agent.run("Where is A1?")
+    assert tree(written) == ["invoke_agent desk", "  chat m", "  execute_tool look_up", "  chat m",
+                             "  execute_tool final_answer"]
+    chat, call, chat2, answer, run = written
+    words = {name: {k: v for k, v in s.attributes.items() if k in WORDS} for name, s in
+             [("run", run), ("chat", chat), ("call", call), ("chat2", chat2)]}
+    assert words["run"] == {
+        "input.value": "Where is A1?", "output.value": "A1 was delivered.",
+        "gen_ai.input.messages": '[{"role": "user", "parts": [{"type": "text", "content": "Where is A1?"}]}]',
+        "gen_ai.output.messages": '[{"role": "assistant", "parts": [{"type": "text", "content": "A1 was delivered."}],'
+                                  ' "finish_reason": "stop"}]'}
+    assert words["chat"] == {
+        "gen_ai.input.messages": '[{"role": "user", "parts": [{"type": "text", "content": "Where is A1?"}]}]',
+        "gen_ai.output.messages": '[{"role": "assistant", "parts": [{"type": "text", "content": "check it"}, '
+                                  '{"type": "tool_call", "name": "look_up", "arguments": "{\\"order_id\\": \\"A1\\"}"}], '
+                                  '"finish_reason": "tool_call"}]'}
+    assert words["call"] == {"gen_ai.tool.call.arguments": '{"order_id": "A1"}', "input.value": '{"order_id": "A1"}',
+                             "input.mime_type": "application/json", "gen_ai.tool.call.result": "A1: delivered",
+                             "output.value": "A1: delivered"}
+    # the second decision read the whole notebook: the question, the first move, its result
+    assert [m["role"] for m in json.loads(words["chat2"]["gen_ai.input.messages"])] == ["user", "assistant", "tool"]
+    assert json.loads(words["chat2"]["gen_ai.input.messages"])[2]["parts"] == [
+        {"type": "tool_call_response", "response": "A1: delivered"}]
+
+
+def test_without_content_no_words_are_written_and_a_long_text_is_cut_saying_how_much_was_left_out():
+    plain, capped = [], []
+    for record, content in [(plain.append, False), (capped.append, 10)]:
+        agent = traced(Agent(scripted(Action("final_answer", {"answer": "x" * 25}, "answer")), [final_answer],
+                             name="a"), record, content=content)
+        with tracing():
+            agent.run("y" * 12)
+    assert not any(k in WORDS for s in plain for k in s.attributes)
+    run = capped[-1]
+    assert (run.attributes["input.value"], run.attributes["output.value"]) == (
+        "yyyyyyyyyy… [2 more characters left out]", "xxxxxxxxxx… [15 more characters left out]")
+
+
+def test_with_content_a_secret_never_reaches_a_span():
+    # the secrets are markers no random id or nanosecond time can hold: letters
+    written = []
+
+    @as_tool
+    def call_crm(customer: str, api_key: str) -> str:
+        """Ask the CRM about a customer."""
+        raise RuntimeError(f"CRM refused key sk-live-QXQXQXQXQX for {customer}")
+
+    agent = traced(Agent(scripted(Action("call_crm", {"customer": "ann", "api_key": "KEYQXQXQX"}, "ask the crm"),
+                                  Action("final_answer", {"answer": "use Authorization: Bearer TOKENQXQXQX"}, "x")),
+                         [call_crm, final_answer], name="crm"), written.append, content=True)
+    with tracing():
+        ctx = agent.run("my password=PWQXQXQX, token: TOKQXQXQX; what does the CRM say?")
+    # the notebook has them all (the loop wrote the tool's error into it): the spans none
+    assert all(s in repr(ctx.messages) for s in ["sk-live-QXQXQXQXQX", "KEYQXQXQX", "PWQXQXQX", "TOKQXQXQX",
+                                                  "TOKENQXQXQX"])
+    said = " ".join(str(v) for s in written for v in s.attributes.values())
+    assert "QXQX" not in said and "[hidden]" in said and "ann" in said
+    assert written[1].attributes["gen_ai.tool.call.arguments"] == '{"customer": "ann", "api_key": "[hidden]"}'
+    assert written[1].error == "RuntimeError"  # the raise: its type, never its words
+
+
+def test_with_content_an_llm_brains_key_stays_in_its_header_and_out_of_every_span():
+    written = []
+    with serve([reply("Hello.", usage=(3, 1))]) as server:
+        brain = chat_policy("stand-in", server.url, api_key="sk-QXQXQXQXQX", send=sending(post))
+        with tracing():
+            traced(Agent(brain, [final_answer], name="a"), written.append, content=True).run("hi")
+        assert server.headers[0]["Authorization"] == "Bearer sk-QXQXQXQXQX"  # it was sent, to the model
+    said = " ".join(str(v) for s in written for v in s.attributes.values())
+    assert "QXQX" not in said and written[-1].attributes["output.value"] == "Hello."
 
 
 # --- the W3C header, case for case against OpenTelemetry's own propagator ----------------
