@@ -25,7 +25,9 @@ from microagent.transport.stand_in import reply, serve
 from microagent import Action, Agent, Context, approval, final_answer, from_json, scripted
 from microagent.host import (MAX_BODY, MAX_DEPTH, MAX_TEXT, Server, args_hash, llm_office, refund_office, sign,
                              thinking, verify)
-from microagent.host.server import Handler, main, printable, read_users, secret_from, users_from
+from microagent.host import Handler, main
+from microagent.host.cli import printable, secret_from, users_from
+from microagent.host.users import read_users
 from microagent.host.store import Store
 from microagent.demo import check_policy, look_up_order, support_policy
 from microagent.invariants import check

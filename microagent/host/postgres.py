@@ -38,8 +38,6 @@ import re
 import select
 import threading
 
-from microagent.host.store import shown
-
 try:
     import psycopg
 except ImportError:  # the host says what to install, not a traceback
@@ -80,8 +78,10 @@ class Postgres:
 
     serial = "BIGSERIAL PRIMARY KEY"  # a key the database numbers
 
-    def __init__(self, url: str, size: int = 8):
-        self.url, self.lock, self.slots = url, threading.Lock(), threading.Semaphore(size)
+    def __init__(self, url: str, shown: str, size: int = 8):
+        """The database at `url`; `shown` is its name as messages may print it (no password)."""
+        self.url, self.shown = url, shown
+        self.lock, self.slots = threading.Lock(), threading.Semaphore(size)
         self.idle = [self._connect()]  # a wrong URL or password fails here, with its reason
 
     def schema(self, sql: str = SCHEMA) -> None:
@@ -98,7 +98,7 @@ class Postgres:
             if missing:
                 [(role,)] = self.run("SELECT current_user")[0]
                 raise PermissionError(
-                    f"the role {role} may not make {', '.join(missing)} in {shown(self.url)} "
+                    f"the role {role} may not make {', '.join(missing)} in {self.shown} "
                     f"({e.diag.message_primary}): start the host once as the database's owner, "
                     f"which makes them, then GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA "
                     f"public TO {role}; GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}"
@@ -141,7 +141,7 @@ class Postgres:
         try:
             return psycopg.connect(self.url, autocommit=True, connect_timeout=10)
         except psycopg.Error as e:
-            raise ConnectionError(f"could not open the database {shown(self.url)}: {e}") from None
+            raise ConnectionError(f"could not open the database {self.shown}: {e}") from None
 
     def close(self) -> None:
         with self.lock:

@@ -81,7 +81,7 @@ CREATE TRIGGER IF NOT EXISTS audit_no_replace BEFORE INSERT ON audit
 
 @dataclasses.dataclass(frozen=True)
 class Session:
-    owner: str
+    asker: str          # who asked in it (the sessions table's column `owner`)
     context: Context
     version: int        # bumped by every save
     lease_until: float  # a run holds the session until then (time.time()); 0: nobody
@@ -117,10 +117,10 @@ class Store:
                 "WHERE s.id = ? ORDER BY n.n", (since, sid))
             if not rows:
                 return None
-            owner, version, length, lease_until, jti = rows[0][:5]
+            asker, version, length, lease_until, jti = rows[0][:5]
             notes = [row[5] for row in rows if row[5] is not None]
             if since and kept[0] == version and length == since:  # nothing new since
-                return Session(owner, kept[1], version, lease_until, jti)
+                return Session(asker, kept[1], version, lease_until, jti)
             if since and not (kept[0] < version and since <= length):
                 continue  # not a later version of what this process read: read it all again
             if len(notes) != length - since:
@@ -128,13 +128,13 @@ class Store:
                                  f"{length - 1} are not all there")
             ctx = checked(Context((kept[1].messages if since else ()) + _read(notes, since)), since)
             self._keep(sid, version, ctx)
-            return Session(owner, ctx, version, lease_until, jti)
+            return Session(asker, ctx, version, lease_until, jti)
 
-    def create(self, sid: str, owner: str, ctx: Context) -> None:
+    def create(self, sid: str, asker: str, ctx: Context) -> None:
         check(ctx)
         with self.db.transaction() as run:
             run("INSERT INTO sessions (id, owner, created, version, length) "
-                "VALUES (?, ?, ?, 0, ?)", (sid, owner, time.time(), len(ctx)))
+                "VALUES (?, ?, ?, 0, ?)", (sid, asker, time.time(), len(ctx)))
             self._append(run, sid, 0, ctx)
         self._keep(sid, 0, ctx)
 
@@ -273,7 +273,7 @@ def connect(db: str):
     if db.startswith(SERVERS):
         from microagent.host.postgres import Postgres  # only then: psycopg is optional
 
-        return Postgres(db)
+        return Postgres(db, shown(db))
     return Sqlite(db)
 
 
