@@ -360,7 +360,7 @@ def test_another_users_session_answers_404_exactly_like_a_missing_one(host):
     assert h.refunds() == [] and approval.waiting(h.notebook(sid)) is not None
 
 
-def test_the_owner_gets_the_run_drawn_as_a_picture_with_every_text_escaped(host):
+def test_the_asker_gets_the_run_drawn_as_a_picture_with_every_text_escaped(host):
     h = host()
     sid = h.new()
     h.ask(sid, "<img src=x onerror=alert(1)> refund A1234?")
