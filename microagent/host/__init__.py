@@ -1,4 +1,4 @@
-"""The host: the loop behind HTTP, for many users at once (the workshop; README.md beside this).
+"""The host: the loop behind HTTP, for many users at once (the workshop; see README.md).
 
     python -m microagent.host            # the refund office on http://127.0.0.1:8000
 

@@ -1,4 +1,4 @@
-"""`python -m microagent.host` serves the refund office (see cli.py, and README.md beside it)."""
+"""`python -m microagent.host` serves the refund office (see cli.py, and README.md)."""
 
 from microagent.host.cli import main
 

@@ -18,15 +18,15 @@ from microagent.transport import hardened
 
 
 def refund_office(db: str, policy=support_policy) -> Agent:
-    """microagent.demo's office, with a refund that waits for a human and pays once per call."""
+    """microagent.demo's office; its refund waits for a human, and pays once a call."""
     return support_agent(policy, refund=ledger_refund(db))
 
 
 def ledger_refund(db: str) -> Tool:
-    """The refund, written into a ledger in the database, keyed by the tool call's identity."""
+    """The refund, written into a ledger in the database, keyed by the tool call."""
     ledger = connect(db)  # the store's database: a sqlite file, or PostgreSQL
-    ledger.schema(f"CREATE TABLE IF NOT EXISTS refunds (n {ledger.serial}, call TEXT NOT NULL UNIQUE, "
-                  "order_id TEXT, amount DOUBLE PRECISION)")
+    ledger.schema(f"CREATE TABLE IF NOT EXISTS refunds (n {ledger.serial}, "
+                  "call TEXT NOT NULL UNIQUE, order_id TEXT, amount DOUBLE PRECISION)")
 
     @as_tool(needs_approval=True)
     def issue_refund(order_id: str, amount: float) -> str | Message:
@@ -34,17 +34,19 @@ def ledger_refund(db: str) -> Tool:
         call = CALL.get(None)
         if call is None:
             raise RuntimeError("the hosted refund runs where microagent.host.CALL is set "
-                               "to the tool call's identity (the host sets it around each step)")
+                               "to the tool call's identity (the host sets it around "
+                               "each step)")
         if problem := refund_problem(amount):  # -500, or $0.001: nothing is booked
             return error_note("issue_refund", problem)
-        if float(amount) != amount:  # 10**30 would be booked as 1000000000000000019884624838656
-            return error_note("issue_refund", f"{amount} is more than the ledger can book "
-                                              "exactly: refund it in parts")
+        if float(amount) != amount:  # 10**30 booked as 1000000000000000019884624838656
+            return error_note("issue_refund", f"{amount} is more than the ledger can "
+                                              "book exactly: refund it in parts")
         try:  # keyed by the tool call, so a call run again hands back its first receipt
             with ledger.transaction() as run:  # the booking and its receipt, as one
                 run("INSERT INTO refunds (call, order_id, amount) VALUES (?, ?, ?) "
                     "ON CONFLICT (call) DO NOTHING", (call, order_id, float(amount)))
-                [(n, paid)] = run("SELECT n, amount FROM refunds WHERE call = ?", (call,))[0]
+                rows, _ = run("SELECT n, amount FROM refunds WHERE call = ?", (call,))
+                [(n, paid)] = rows
         except Exception as e:  # the connection dropped, or the commit went unanswered
             raise Unsettled(f"{type(e).__name__}") from e
         return f"{dollars(paid)} refunded to the original card (receipt R{n})"
@@ -52,9 +54,10 @@ def ledger_refund(db: str) -> Tool:
 
 
 def llm_office(model: str, base_url: str, api_key: str | None = None):
-    """The refund office with microagent.llm's brain, its words streamed as `thinking` events."""
+    """The refund office with microagent.llm's brain, its words streamed as `thinking`."""
     def office(db: str) -> Agent:
-        brain = chat_policy(model, base_url, api_key=api_key, on_text=thinking, send=hardened(),
-                            system="You answer customers' questions about orders and refunds.")
+        brain = chat_policy(model, base_url, api_key=api_key, on_text=thinking,
+                            send=hardened(), system="You answer customers' questions "
+                                                    "about orders and refunds.")
         return refund_office(db, policy=brain)
     return office

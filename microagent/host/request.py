@@ -8,10 +8,12 @@ import re
 
 from microagent.tool import read_json
 
-MAX_BODY, MAX_TEXT, MAX_DEPTH = 64 * 1024, 4000, 8  # bytes a body; characters a message; nesting
+MAX_BODY = 64 * 1024  # bytes a request's body may hold
+MAX_TEXT = 4000  # characters a message may hold
+MAX_DEPTH = 8  # JSON objects and lists inside one another
 # on every answer of the API: never read as another type, never kept by a cache or a proxy
 API_HEADERS = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
-TYPE_WORDS = {str: "string", bool: "true or false", dict: "object"}  # for a refusal's message
+TYPE_WORDS = {str: "string", bool: "true or false", dict: "object"}  # a refusal says them
 
 
 class Refused(Exception):
@@ -27,21 +29,22 @@ def read_body(h) -> bytes:
     if "Transfer-Encoding" in h.headers:
         raise Refused(411, "send the body with a Content-Length, not chunked")
     sizes = h.headers.get_all("Content-Length", ["0"])
-    if len(sizes) != 1 or not re.fullmatch("[0-9]{1,12}", sizes[0]):  # "²".isdigit() is True
+    if len(sizes) != 1 or not re.fullmatch("[0-9]{1,12}", sizes[0]):  # "²".isdigit()
         raise Refused(400, "send one Content-Length: a whole number of bytes")
     size = int(sizes[0])
     if size > MAX_BODY:
         h.rfile.read(min(size, 1 << 20))  # read some, so the client hears the answer
         raise Refused(413, f"the body is over {MAX_BODY} bytes")
     body = h.rfile.read(size)
-    if len(body) < size:  # the connection closed (or was closed: too slow) before it was whole
+    if len(body) < size:  # the connection closed (or was closed: too slow) before the end
         raise TimeoutError
     return body
 
 
 def read_fields(body: bytes, required: dict, optional: dict | None = None) -> dict:
-    """The request's JSON object, read strictly (microagent.tool.read_json: a key given
-    twice, NaN, 1e999), no deeper than MAX_DEPTH, no lone surrogates, known fields only."""
+    """The request's JSON object, read strictly (microagent.tool.read_json: a key
+    given twice, NaN, 1e999), no deeper than MAX_DEPTH, no lone surrogates, known
+    fields only: `required` and `optional` map each field's name to its type."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -50,13 +53,15 @@ def read_fields(body: bytes, required: dict, optional: dict | None = None) -> di
     try:
         data = read_json(text or "{}")
     except ValueError as e:
-        raise Refused(400, f"the body is not valid JSON (one object, in UTF-8): {e}") from None
+        why = f"the body is not valid JSON (one object, in UTF-8): {e}"
+        raise Refused(400, why) from None
     _plain(data, 0)
     fields = {**required, **(optional or {})}  # name -> type
     if not isinstance(data, dict):
-        raise Refused(400, f"the body must be a JSON object with {', '.join(fields) or 'no fields'}")
+        named = ", ".join(fields) or "no fields"
+        raise Refused(400, f"the body must be a JSON object with {named}")
     for name in fields.keys() & data.keys():
-        if type(data[name]) is not fields[name]:  # `is`, since True is an int in Python
+        if type(data[name]) is not fields[name]:  # `is`: True is an int in Python
             raise Refused(400, f'"{name}" must be a JSON {TYPE_WORDS[fields[name]]}')
     missing, unknown = required.keys() - data.keys(), data.keys() - fields.keys()
     if missing or unknown:
@@ -66,14 +71,15 @@ def read_fields(body: bytes, required: dict, optional: dict | None = None) -> di
 
 
 def _plain(value, depth: int) -> None:
-    """Refuse JSON nested deeper than MAX_DEPTH, and strings that are not valid Unicode."""
+    """Refuse JSON nested deeper than MAX_DEPTH, and strings that are not Unicode."""
     if depth > MAX_DEPTH:
-        raise Refused(400, f"the JSON is nested deeper than {MAX_DEPTH} levels (objects and "
-                           "lists inside one another): send it flatter")
+        raise Refused(400, f"the JSON is nested deeper than {MAX_DEPTH} levels (objects "
+                           "and lists inside one another): send it flatter")
     half = re.search(r"[\ud800-\udfff]", value) if isinstance(value, str) else None
-    if half:  # JSON may write one ("\\ud800"); no UTF-8 can hold it, and nothing prints it
-        raise Refused(400, f"the text holds a lone surrogate ({ascii(half.group())[1:-1]}), "
-                           "which is not valid Unicode: send whole characters")
+    if half:  # JSON may write one ("\\ud800"); no UTF-8 can hold it, nothing prints it
+        raise Refused(400, "the text holds a lone surrogate "
+                           f"({ascii(half.group())[1:-1]}), which is not valid Unicode: "
+                           "send whole characters")
     if isinstance(value, dict):
         value = [*value, *value.values()]  # keys and values alike
     for item in value if isinstance(value, list) else ():

@@ -42,15 +42,15 @@ def post_session(h, user: str, body: bytes) -> None:
 
 
 def get_queue(h, user: str, body: bytes) -> None:
-    """The approver's queue: every decision that waits for a verdict this user may give, in full,
-    each with a token bound to this user."""
+    """The approver's queue: every decision that waits for a verdict this user may give,
+    in full, each with a token bound to this user."""
     server = h.server
     server.users.needs(user, APPROVES)
     waiting = []
     for sid in server.store.waiting():
         try:
             s = server.store.load(sid)
-        except ValueError as e:  # a notebook broken in the database: never shown, never run
+        except ValueError as e:  # a notebook broken in the database: never shown or run
             server.log(f"{sid}: left out of the queue: {e}")
             continue
         decision = s and pending(s)
@@ -58,7 +58,8 @@ def get_queue(h, user: str, body: bytes) -> None:
                 or decision.tool not in server.agent.tools:
             continue
         question = next(m.content for m in reversed(s.context) if m.kind == "question")
-        waiting.append({"session": sid, "asker": s.asker, "question": question, **asked(s.context),
+        waiting.append({"session": sid, "asker": s.asker, "question": question,
+                        **asked(s.context),
                         "approval_token": token_for(server, user, sid, s.context, s.jti)})
     h.reply(200, {"waiting": waiting})
 
@@ -73,34 +74,39 @@ def get_session(h, user: str, sid: str, body: bytes) -> None:
 
 
 def get_picture(h, user: str, sid: str, body: bytes) -> None:
-    """The notebook drawn as a sequence diagram (microagent.picture): SVG, every text escaped."""
+    """The notebook drawn as a sequence diagram (microagent.picture): SVG, each text
+    escaped."""
     svg = draw(session_for(h.server, user, sid).context).svg.encode()
-    h.send(200, {"Content-Type": "image/svg+xml; charset=utf-8", "Content-Length": len(svg),
-                 "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'",
+    h.send(200, {"Content-Type": "image/svg+xml; charset=utf-8",
+                 "Content-Length": len(svg), "Content-Security-Policy": PICTURE_CSP,
                  **API_HEADERS}, svg)
+
+
+PICTURE_CSP = "default-src 'none'; style-src 'unsafe-inline'"  # the SVG runs nothing
 
 
 def post_message(h, user: str, sid: str, body: bytes) -> None:
     """The asker's next message, and the run it starts."""
     text = read_fields(body, {"text": str})["text"]
     if not (text.strip() and len(text) <= MAX_TEXT):
-        raise Refused(400, f'"text" must hold 1 to {MAX_TEXT} characters, not only spaces')
+        raise Refused(400, f'"text" must hold 1 to {MAX_TEXT} characters, not only '
+                           "spaces")
     s = session_to_run(h.server, user, sid)
     if s.asker != user:
         raise Refused(403, "only the person who asked in this session may write in it")
     h.server.users.needs(user, ASKS)
     last = s.context.last()
     if last is not None and last.kind == "verdict":
-        raise Refused(409, f"the verdict on {last.tool} is saved but not carried out yet: "
-                           "resume the session to carry it out")
+        raise Refused(409, f"the verdict on {last.tool} is saved but not carried out "
+                           "yet: resume the session to carry it out")
     if last is not None and last.kind == "decision":
-        raise Refused(409, f"this session waits for a verdict on {last.tool}: a new message "
-                           "can go in once it is decided")
+        raise Refused(409, f"this session waits for a verdict on {last.tool}: a new "
+                           "message can go in once it is decided")
     Stream(h, user, sid, s).run(s.context.add(Message(USER, text)))
 
 
 def post_resume(h, user: str, sid: str, body: bytes) -> None:
-    """The run again from where it stopped: a verdict carried out, or the loop driven on."""
+    """The run again from where it stopped: a verdict carried out, or the loop on."""
     read_fields(body, {})
     s = session_to_run(h.server, user, sid)
     last = s.context.last()
@@ -140,17 +146,22 @@ def post_verdict(h, user: str, sid: str, body: bytes) -> None:
     wrong = [claim for claim, value in bound.items() if claims.get(claim) != value]
     if wrong:
         raise Refused(403, f"the approval token is not for this {BOUND[wrong[0]]}")
-    said = {"args": data.get("args")} if yes else {"reason": data.get("reason", "no reason given")}
+    said = {"args": data.get("args")} if yes \
+        else {"reason": data.get("reason", "no reason given")}
+    tool = server.agent.tools[decision.tool]
     try:  # only the verdict is written here; the Stream carries it out once it is saved
-        ctx = approval.verdict(s.context, server.agent.tools[decision.tool], yes, by=user, **said)
+        ctx = approval.verdict(s.context, tool, yes, by=user, **said)
     except ValueError as e:  # edited arguments that don't fit the tool
         raise Refused(400, str(e)) from None
-    v, whose = ctx.last(), f"asked by {s.asker}: "  # a name never holds ": " (see read_users)
-    Stream(h, user, sid, s).run(ctx, audit=("approved", f"{whose}{v.tool} {v.args}") if yes
-                                else ("denied", f"{whose}{v.tool}: {v.content}"))
+    v, whose = ctx.last(), f"asked by {s.asker}: "  # no name holds ": " (see read_users)
+    audit = ("approved", f"{whose}{v.tool} {v.args}") if yes \
+        else ("denied", f"{whose}{v.tool}: {v.content}")
+    Stream(h, user, sid, s).run(ctx, audit=audit)
 
 
-BOUND = {"sub": "user", "sid": "session", "call": "tool call", "args": "tool call's arguments",
+# what each claim of an approval token binds it to, as a refusal names it
+BOUND = {"sub": "user", "sid": "session", "call": "tool call",
+         "args": "tool call's arguments",
          "jti": "approval request (a newer token replaced it)"}
 
 
@@ -168,14 +179,17 @@ def is_running(s: Session) -> bool:
 
 
 def take_a_run(server, user: str) -> None:
-    """Take one of the user's runs from their budget; 429, saying when to retry, if none is left."""
+    """Take one of the user's runs from their budget; 429, saying when to retry, if
+    none is left."""
     wait = server.limit(user)
     if wait:
-        raise Refused(429, "too many runs: wait and try again", {"Retry-After": math.ceil(wait)})
+        raise Refused(429, "too many runs: wait and try again",
+                      {"Retry-After": math.ceil(wait)})
 
 
 def session_to_run(server, user: str, sid: str) -> Session:
-    """The session, for a request that drives its loop: rate-limited, never two runs at once."""
+    """The session, for a request that drives its loop: rate-limited, never two runs at
+    once."""
     take_a_run(server, user)
     s = session_for(server, user, sid)
     if is_running(s):
@@ -183,11 +197,13 @@ def session_to_run(server, user: str, sid: str) -> Session:
     return s
 
 
-# (method, path) -> route: the first three have no session; the others are under /sessions/{id}
-TOP = {("GET", "me"): get_me, ("POST", "sessions"): post_session, ("GET", "approvals"): get_queue}
+# (method, path) -> route: the first three have no session; the others are under
+# /sessions/{id}
+TOP = {("GET", "me"): get_me, ("POST", "sessions"): post_session,
+       ("GET", "approvals"): get_queue}
 ROUTES = {("GET", ""): get_session, ("GET", "picture"): get_picture,
           ("POST", "messages"): post_message, ("POST", "approvals"): post_verdict,
           ("POST", "resume"): post_resume}
-NO_ROUTE = ("no such route; the routes are GET /me, POST /sessions, GET /approvals (your queue), "
-            "GET /sessions/{id}, GET /sessions/{id}/picture, and POST /sessions/{id}/messages, "
-            "/approvals or /resume")
+NO_ROUTE = ("no such route; the routes are GET /me, POST /sessions, GET /approvals "
+            "(your queue), GET /sessions/{id}, GET /sessions/{id}/picture, and "
+            "POST /sessions/{id}/messages, /approvals or /resume")

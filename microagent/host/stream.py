@@ -1,4 +1,4 @@
-"""The loop's stream: one run on one session, each Step's notebook committed, then its event sent.
+"""The loop's stream: a run on a session, each Step's notebook committed, then sent.
 
 A route hands a `Stream` the notebook to run on (a new message, a verdict, or
 what a resume finds); the Stream takes the session's lease, carries out a
@@ -23,8 +23,9 @@ from microagent.host.store import Session
 from microagent.host.tokens import args_hash, sign
 from microagent.message import Message
 
-CALL = contextvars.ContextVar("CALL")  # "<session>/<index of the decision>" while a tool runs
-SERVING = contextvars.ContextVar("SERVING")  # the Stream of the request this thread serves
+# while a tool runs: "<session>/<index of the decision>", the tool call's identity
+CALL = contextvars.ContextVar("CALL")
+SERVING = contextvars.ContextVar("SERVING")  # the Stream this thread's request runs
 
 
 class ClientGone(Exception):
@@ -42,7 +43,7 @@ class Unsettled(BaseException):
 
 
 def thinking(piece: str) -> None:
-    """Send a piece of the brain's words to the client being served, as a `thinking` event.
+    """Send a piece of the brain's words to the client being served: a `thinking` event.
 
     The host's LLM brain is made with `on_text=thinking`; a Python brain may call it too.
     Outside a request it does nothing. When the client has gone it raises ClientGone,
@@ -66,25 +67,28 @@ class Stream:
 
     def __init__(self, h, user: str, sid: str, s: Session):
         self.h, self.server, self.user, self.sid = h, h.server, user, sid
-        self.asker, self.version, self.ctx = s.asker, s.version, s.context  # as last committed
+        # as last committed
+        self.asker, self.version, self.ctx = s.asker, s.version, s.context
         self.held = False  # this run holds the session's lease
         self.renewed = 0.0  # when it was last taken or renewed (time.monotonic())
         self.cancel = threading.Event()  # the client has gone: nothing new starts
 
     def run(self, ctx: Context, audit: tuple[str, str] | None = None) -> None:
-        """Take the session, carry out a verdict it ends with, then drive the loop to a stop."""
+        """Take the session, carry out a verdict it ends with, then drive the loop to a
+        stop."""
         last = ctx.last()
         if last.kind == "verdict" and last.tool not in self.server.agent.tools:
             raise Refused(409, no_longer(last.tool))
         if not self.commit(ctx, lease=True):  # a verdict or a run got in since our load
-            raise Refused(409, "another request changed this session first: load it again")
+            raise Refused(409, "another request changed this session first: load it "
+                               "again")
         try:
             if audit:
                 self.server.store.audit(self.user, self.sid, *audit)
             self.h.streaming = True  # from here on, a failure can only end the stream
             try:
                 self.h.send(200, {"Content-Type": "text/event-stream", **API_HEADERS})
-            except OSError:  # gone already (a reset): a verdict saved is still carried out
+            except OSError:  # gone already (a reset): a saved verdict is carried out
                 self.cancel.set()
             try:
                 if ctx.last().kind == "verdict":
@@ -92,21 +96,23 @@ class Stream:
                 if ctx is not None:
                     self.drive(ctx)
             except Unsettled:
-                self.server.log(f"{self.sid}: the ledger failed mid-booking; resume settles it")
+                self.server.log(f"{self.sid}: the ledger failed mid-booking; resume "
+                                "settles it")
                 self.event("error", {"error": UNSETTLED})
-            except Exception as e:  # the database failed mid-run (or a bug): say so, in words
-                self.event("error", {"error": f"the run stopped: the server failed "
+            except Exception as e:  # the database failed mid-run (or a bug): say so
+                self.event("error", {"error": "the run stopped: the server failed "
                                               f"({type(e).__name__}); every step it had "
-                                              "shown you is kept: resume the session later"})
+                                              "shown you is kept: resume the session "
+                                              "later"})
                 raise  # to the log
         finally:
             if self.held:  # a failure on the way: let the session go, every step kept
-                with contextlib.suppress(Exception):  # the database may be down: the lease ends
-                    self.commit(self.ctx)
+                with contextlib.suppress(Exception):  # the database may be down: the
+                    self.commit(self.ctx)  # lease runs out, and the session is free
 
     def settle(self, ctx: Context) -> Context | None:
         """Carry out the verdict the notebook ends with, under its decision's identity."""
-        tool = self.server.agent.tools[ctx.last().tool]  # run() made sure the office has it
+        tool = self.server.agent.tools[ctx.last().tool]  # run() saw the office has it
         with self.serving(len(ctx) - 2):
             ctx = approval.settle(ctx, tool)
         if not self.commit(ctx, lease=True):
@@ -117,7 +123,8 @@ class Stream:
         return ctx
 
     def drive(self, ctx: Context) -> None:
-        """The loop, a Step at a time: commit its notebook, then send its event, until it stops."""
+        """The loop, a Step at a time: commit its notebook, then send its event, until it
+        stops."""
         steps = self.server.agent.steps(ctx, self.cancel)
         while True:
             if self.h.gone():
@@ -126,16 +133,19 @@ class Stream:
                 with self.serving(len(ctx)):  # the index the next decision will have
                     step = next(steps)
             except ClientGone:
-                if self.version is None:  # the lease ran out while the brain thought: taken
+                if self.version is None:  # the lease ran out while the brain thought
                     return self.lost()
                 self.commit(ctx)  # lets go of the session; every step so far is kept
-                self.server.store.audit(self.user, self.sid, "cancelled", "the client went away")
+                self.server.store.audit(self.user, self.sid, "cancelled",
+                                        "the client went away")
                 return
-            except Exception as e:  # the brain failed to think (a bug, a model server down)
+            except Exception as e:  # the brain failed (a bug, a model server down)
                 self.server.log(f"{self.sid}: the brain failed: {type(e).__name__}: {e}")
-                self.server.store.audit(self.user, self.sid, "brain failed", type(e).__name__)
+                self.server.store.audit(self.user, self.sid, "brain failed",
+                                        type(e).__name__)
                 self.commit(ctx)
-                self.event("error", {"error": "the brain failed; the notebook keeps every step so far"})
+                self.event("error", {"error": "the brain failed; the notebook keeps "
+                                              "every step so far"})
                 return
             ctx = step.context
             jti = secrets.token_urlsafe(16) if step.stop == PAUSED else None
@@ -161,31 +171,36 @@ class Stream:
             SERVING.reset(tokens[1])
 
     def commit(self, ctx: Context, lease: bool = False, jti: str | None = None) -> bool:
-        """Save the notebook, holding the session (lease) or letting it go; False if we lost it."""
+        """Save the notebook, holding the session (lease) or letting it go; False if we
+        lost it."""
         if self.version is None:  # lost already: nothing of ours may be written any more
             return False
         until = time.time() + self.server.lease if lease else 0.0
-        self.version = self.server.store.save(self.sid, ctx, self.version, lease_until=until, jti=jti)
+        self.version = self.server.store.save(self.sid, ctx, self.version,
+                                              lease_until=until, jti=jti)
         self.held = lease and self.version is not None
         if self.version is not None:
             self.ctx, self.renewed = ctx, time.monotonic()
         return self.version is not None
 
     def renew(self) -> None:
-        """Hold on to the session while the brain thinks: a third of a lease after it was taken,
-        take it again. ClientGone if another run has taken it meanwhile."""
+        """Hold on to the session while the brain thinks: a third of a lease after it
+        was taken, take it again. ClientGone if another run has taken it meanwhile."""
         if self.held and time.monotonic() - self.renewed > self.server.lease / 3:
             if not self.commit(self.ctx, lease=True):
                 self.cancel.set()
-                raise ClientGone("another run took the session while the brain was thinking")
+                raise ClientGone("another run took the session while the brain was "
+                                 "thinking")
 
     def lost(self) -> None:
-        self.event("error", {"error": "the session was taken over by another run; stopped"})
+        self.event("error", {"error": "the session was taken over by another run; "
+                                      "stopped"})
 
     def tool_call(self, ctx: Context) -> None:
         result, at = ctx.last(), len(ctx) - (3 if ctx[-2].kind == "verdict" else 2)
         self.server.store.audit(self.user, self.sid, "tool call",
-                                f"{result.name} (call {at})" + (" failed" if result.error else ""))
+                                f"{result.name} (call {at})"
+                                + (" failed" if result.error else ""))
 
     def describe(self, step, jti: str | None) -> tuple[str | None, dict]:
         """The event for a Step: its name and its data (no name: nothing to say yet)."""
@@ -210,7 +225,8 @@ class Stream:
         self.server.store.audit(self.asker, self.sid, "approval requested",
                                 f"{decision.tool} {decision.args}")
         if self.server.users.may_approve(self.user, self.asker):
-            return {**asked(ctx), "approval_token": token_for(self.server, self.user, self.sid, ctx, jti)}
+            token = token_for(self.server, self.user, self.sid, ctx, jti)
+            return {**asked(ctx), "approval_token": token}
         return {**asked(ctx), "waits_for": "a reviewer"}  # who finds it in their queue
 
     def event(self, name: str, data: dict) -> bool:
@@ -222,9 +238,10 @@ class Stream:
             return False
 
 
-UNSETTLED = ("the refund was being booked when the ledger's database failed, so whether it "
-             "was booked is not known yet; nothing is lost, and it is not paid twice: resume "
-             "this session once the database is back, and it is booked exactly once")
+UNSETTLED = ("the refund was being booked when the ledger's database failed, so whether "
+             "it was booked is not known yet; nothing is lost, and it is not paid twice: "
+             "resume this session once the database is back, and it is booked exactly "
+             "once")
 
 
 def result_of(ctx: Context) -> dict:
@@ -236,23 +253,25 @@ def result_of(ctx: Context) -> dict:
 
 
 def pending(s: Session) -> Message | None:
-    """The decision the session waits on for a verdict, asked for with a token; else None."""
+    """The decision the session waits on for a verdict, asked with a token; else None."""
     return approval.waiting(s.context) if s.jti else None
 
 
 def asked(ctx: Context) -> dict:
     """What the decision `ctx` ends with asks for, as the API shows it."""
     decision = ctx.last()
-    return {"tool": decision.tool, "args": json.loads(decision.args), "call": len(ctx) - 1}
+    return {"tool": decision.tool, "args": json.loads(decision.args),
+            "call": len(ctx) - 1}
 
 
 def token_for(server, user: str, sid: str, ctx: Context, jti: str) -> str:
-    """A signed approval token for the decision `ctx` ends with, bound to the approver `user`,
-    the session, the call (the decision's index), its arguments and the session's `jti`;
-    signed with the server's secret, for its token_ttl seconds."""
+    """A signed approval token for the decision `ctx` ends with, bound to the approver
+    `user`, the session, the call (the decision's index), its arguments and the
+    session's `jti`; signed with the server's secret, for its token_ttl seconds."""
     now = int(time.time())
-    return sign({"sub": user, "sid": sid, "call": len(ctx) - 1, "args": args_hash(ctx.last().args),
-                 "jti": jti, "iat": now, "exp": now + server.token_ttl}, server.secret)
+    return sign({"sub": user, "sid": sid, "call": len(ctx) - 1,
+                 "args": args_hash(ctx.last().args), "jti": jti,
+                 "iat": now, "exp": now + server.token_ttl}, server.secret)
 
 
 def no_longer(tool: str) -> str:
