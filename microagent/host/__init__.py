@@ -13,10 +13,10 @@ Read it in this order, a file a sitting:
 - http.py: `Server` and `Handler`, with a deadline for the whole request.
 - request.py: request hygiene: a whole body of known size, strict JSON, known fields.
 - office.py: the hosted refund office; cli.py: the command line.
-- store.py: each session's notes in sqlite, a row a note, with an audit trail
-  (postgres.py: the same on PostgreSQL, for several processes); tokens.py signs
-  the approval tokens; page.html, page.js and page.css are the page for the
-  people who ask and who approve.
+- store.py: each session's notes, a row a note, and an audit trail, in a sqlite
+  file (sqlite.py) or on PostgreSQL for several processes (postgres.py).
+- tokens.py signs the approval tokens; page.html, page.js and page.css are the
+  page for the people who ask and who approve.
 
 It is built on the book's public names only. What it leaves out: real identity
 providers (users are bearer tokens in a JSON file), TLS (serve it behind a proxy

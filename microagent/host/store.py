@@ -4,11 +4,11 @@ This is the one seam between the server and its database, small on purpose:
 `load` a session, `create` one, `save` it only if nobody else has since, list
 the sessions whose decision waits for a verdict (`waiting`, the approvers'
 queue), `take` one of a user's runs from their budget (the rate limit), and
-append to the `audit` trail. Two databases sit behind it: a sqlite file, the default and the
-standard library only; or a PostgreSQL server, given as a `postgresql://` URL,
-for several host processes on one database (postgres.py beside this file; it
-needs psycopg 3: `pip install '.[postgres]'`). The statements are the
-same for both.
+append to the `audit` trail. Two databases sit behind it: a sqlite file, the
+default and the standard library only (sqlite.py); or a PostgreSQL server, given
+as a `postgresql://` URL, for several host processes on one database
+(postgres.py; it needs psycopg 3: `pip install '.[postgres]'`). The statements
+are the same for both.
 
 Written in pen, as the notebook is. A session's notes are rows of `notes`, one
 a note (microagent.saving's JSON of a notebook of that one note), numbered from
@@ -36,48 +36,18 @@ breaks the rules.
 """
 
 import collections
-import contextlib
 import dataclasses
-import sqlite3
 import threading
 import time
 import urllib.parse
 
 from microagent.context import Context
 from microagent.invariants import check
+from microagent.host.sqlite import Sqlite
 from microagent.saving import from_json, to_json
 
 KEEP = 200_000  # notes kept in memory over all sessions (about 100 MB at most)
 SERVERS = ("postgresql://", "postgres://")  # how a database server's URL begins; else a sqlite file
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, owner TEXT NOT NULL,
-    created REAL NOT NULL, version INTEGER NOT NULL, length INTEGER NOT NULL,
-    lease_until REAL NOT NULL DEFAULT 0, jti TEXT);
-CREATE TABLE IF NOT EXISTS notes (session TEXT NOT NULL, n INTEGER NOT NULL, note TEXT NOT NULL,
-    PRIMARY KEY (session, n)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS audit (n INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL,
-    who TEXT, session TEXT, what TEXT NOT NULL, detail TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS rates (who TEXT PRIMARY KEY, busy_until REAL NOT NULL);
--- written in pen: no note or audit row is changed or deleted. subtle: INSERT OR REPLACE
--- deletes the row it replaces without firing a DELETE trigger, so an insert onto a row
--- that is there is refused too
-CREATE TRIGGER IF NOT EXISTS notes_no_update BEFORE UPDATE ON notes
-    BEGIN SELECT RAISE(ABORT, 'a note is written in pen'); END;
-CREATE TRIGGER IF NOT EXISTS notes_no_delete BEFORE DELETE ON notes
-    BEGIN SELECT RAISE(ABORT, 'a note is written in pen'); END;
-CREATE TRIGGER IF NOT EXISTS notes_no_replace BEFORE INSERT ON notes
-    WHEN EXISTS (SELECT 1 FROM notes WHERE session = NEW.session AND n = NEW.n)
-    BEGIN SELECT RAISE(ABORT, 'a note is written in pen'); END;
-CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit
-    BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only'); END;
-CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit
-    BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only'); END;
-CREATE TRIGGER IF NOT EXISTS audit_no_replace BEFORE INSERT ON audit
-    WHEN EXISTS (SELECT 1 FROM audit WHERE n = NEW.n)
-    BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only'); END;
-"""
-
 
 @dataclasses.dataclass(frozen=True)
 class Session:
@@ -266,7 +236,8 @@ def _storable(text: str) -> str:
 
 
 # ----------------------------------------------------------------------------
-# the two databases: a statement at a time (`run`), or several as one (`transaction`)
+# which database: sqlite.py's or postgres.py's, each running a statement at a time
+# (`run`), or several as one (`transaction`)
 
 def connect(db: str):
     """The database `db` names: a postgresql:// URL (needs psycopg), else a sqlite file."""
@@ -291,52 +262,3 @@ def shown(db: str) -> str:
     query = urllib.parse.urlencode([(k, v) for k, v in urllib.parse.parse_qsl(url.query)
                                     if k != "password"])
     return urllib.parse.urlunsplit((url.scheme, (who or "") + where, url.path, query, ""))
-
-
-class Sqlite:
-    """A sqlite file: one connection, shared by the threads and taken in turn (the lock).
-
-    Autocommit, so each statement is a transaction of its own, and none spans a read and
-    a write; a transaction takes the file's write lock first (BEGIN IMMEDIATE).
-    """
-
-    serial = "INTEGER PRIMARY KEY AUTOINCREMENT"  # a key the database numbers
-
-    def __init__(self, path: str):
-        self.db = sqlite3.connect(str(path), timeout=30, isolation_level=None,
-                                  check_same_thread=False)
-        self.lock = threading.Lock()
-        self.db.execute("PRAGMA journal_mode=WAL")  # readers never wait for the writer
-        # NORMAL: a commit survives a killed process, not a power cut (FULL: an fsync a write)
-        self.db.execute("PRAGMA synchronous=NORMAL")
-
-    def schema(self, sql: str = SCHEMA) -> None:
-        with self.lock:
-            self.db.executescript(sql)
-
-    def run(self, sql: str, args: tuple = ()) -> tuple[list[tuple], int]:
-        """The rows a statement gives, and how many it changed."""
-        with self.lock:
-            return self._run(sql, args)
-
-    @contextlib.contextmanager
-    def transaction(self):
-        """Yields run(sql, args); the statements are written together, or not at all."""
-        with self.lock:
-            self.db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._run
-                self.db.execute("COMMIT")
-            except BaseException:
-                if self.db.in_transaction:
-                    self.db.execute("ROLLBACK")
-                raise
-
-    def _run(self, sql: str, args: tuple = ()) -> tuple[list[tuple], int]:
-        # subtle: fetch every row, or the statement stays open and holds an old snapshot,
-        # and this connection's next write fails at once with "database is locked"
-        cursor = self.db.execute(sql, args)
-        return cursor.fetchall(), cursor.rowcount
-
-    def close(self) -> None:
-        self.db.close()
