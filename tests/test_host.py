@@ -6,9 +6,11 @@ test_host_processes.py. The LLM office's tests talk to the stand-in model server
 (microagent.transport.stand_in), also on 127.0.0.1.
 """
 
+import ast
 import base64
 import http.client
 import json
+import pathlib
 import xml.etree.ElementTree as ET
 import socket
 import sqlite3
@@ -1260,3 +1262,36 @@ def test_amounts_are_written_and_told_as_people_read_them(host):
         assert stream[0][1]["content"] == f"{told} refunded to the original card (receipt R{n})"
         assert stream[-1][1] == {"answer": f"Good news, A1234 qualifies. I refunded {told} to your card, "
                                            "here in 3 to 5 days."}
+
+
+HOST = pathlib.Path(__file__).resolve().parent.parent / "microagent" / "host"
+
+
+def test_each_file_of_the_host_reads_in_one_sitting_within_300_lines_of_90_columns():
+    for path in sorted(HOST.glob("*.py")):
+        lines = path.read_text().splitlines()
+        assert len(lines) <= 300, f"host/{path.name} has {len(lines)} lines: split it along a seam"
+        wide = [n for n, line in enumerate(lines, 1) if len(line) > 90]
+        assert not wide, f"host/{path.name} has lines over 90 columns: {wide}"
+
+
+def test_the_hosts_files_import_one_another_one_way_only():
+    # every import counts, one inside a function too: a circle is a circle however it is hidden
+    arrows = {path.stem: {node.module.rpartition(".")[2] for node in ast.walk(ast.parse(path.read_text()))
+                          if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("microagent.host.")}
+              for path in HOST.glob("*.py")}
+    assert arrows["store"] == {"sqlite", "postgres"} and arrows["postgres"] == set()
+    done, seen = set(), []
+
+    def visit(name):
+        circle = seen[seen.index(name):] + [name] if name in seen else []
+        assert not circle, f"the host's files import one another in a circle: {' -> '.join(circle)}"
+        if name not in done:
+            seen.append(name)
+            for imported in arrows[name]:
+                visit(imported)
+            seen.pop()
+            done.add(name)
+
+    for name in arrows:
+        visit(name)

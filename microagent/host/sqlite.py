@@ -13,8 +13,8 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, owner TEXT NOT NULL,
     created REAL NOT NULL, version INTEGER NOT NULL, length INTEGER NOT NULL,
     lease_until REAL NOT NULL DEFAULT 0, jti TEXT);
-CREATE TABLE IF NOT EXISTS notes (session TEXT NOT NULL, n INTEGER NOT NULL, note TEXT NOT NULL,
-    PRIMARY KEY (session, n)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS notes (session TEXT NOT NULL, n INTEGER NOT NULL,
+    note TEXT NOT NULL, PRIMARY KEY (session, n)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS audit (n INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL,
     who TEXT, session TEXT, what TEXT NOT NULL, detail TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS rates (who TEXT PRIMARY KEY, busy_until REAL NOT NULL);
@@ -53,7 +53,8 @@ class Sqlite:
                                   check_same_thread=False)
         self.lock = threading.Lock()
         self.db.execute("PRAGMA journal_mode=WAL")  # readers never wait for the writer
-        # NORMAL: a commit survives a killed process, not a power cut (FULL: an fsync a write)
+        # NORMAL: a commit survives a killed process, not a power cut (FULL: an fsync a
+        # write)
         self.db.execute("PRAGMA synchronous=NORMAL")
 
     def schema(self, sql: str = SCHEMA) -> None:

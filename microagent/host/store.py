@@ -1,4 +1,4 @@
-"""Where hosted sessions live: each session's notes, a row a note, written in pen; and an audit trail.
+"""Where hosted sessions live: each one's notes, a row a note, in pen; and an audit trail.
 
 This is the one seam between the server and its database, small on purpose:
 `load` a session, `create` one, `save` it only if nobody else has since, list
@@ -47,7 +47,7 @@ from microagent.host.sqlite import Sqlite
 from microagent.saving import from_json, to_json
 
 KEEP = 200_000  # notes kept in memory over all sessions (about 100 MB at most)
-SERVERS = ("postgresql://", "postgres://")  # how a database server's URL begins; else a sqlite file
+SERVERS = ("postgresql://", "postgres://")  # a database server's URL; else a sqlite file
 
 @dataclasses.dataclass(frozen=True)
 class Session:
@@ -63,19 +63,22 @@ class Store:
         """The store in `db`: a sqlite file's path, or a postgresql:// URL."""
         self.db = connect(db)
         self.db.schema()
-        try:  # tables made by an older host: a notebook a row, or no time a session was made
+        try:  # tables of an older host: a notebook a row, or no time a session was made
             self.db.run("SELECT created, length FROM sessions WHERE id = ''")
-        except Exception:  # the database's own error for a missing column (sqlite's, psycopg's)
+        except Exception:  # the database's own error for a missing column (either one's)
             self.db.close()
-            raise ValueError(f"{shown(db)} was made by an older host, which kept other columns; "
-                             "this one has no migrations: start on a new database") from None
+            raise ValueError(f"{shown(db)} was made by an older host, which kept other "
+                             "columns; this one has no migrations: start on a new "
+                             "database") from None
         self.keep, self.lock = keep, threading.Lock()
         # session id -> (version, its notebook at that version), the last used last
-        self.kept: collections.OrderedDict[str, tuple[int, Context]] = collections.OrderedDict()
+        self.kept: collections.OrderedDict[str, tuple[int, Context]] = \
+            collections.OrderedDict()
         self.kept_notes = 0
 
     def load(self, sid: str) -> Session | None:
-        """The session, its notebook checked against the invariants; None if there is none."""
+        """The session, its notebook checked against the invariants; None if there is
+        none."""
         if "\x00" in sid:  # no id holds one (and PostgreSQL's text can't)
             return None
         kept = self._kept(sid)
@@ -83,7 +86,8 @@ class Store:
             # one statement, so the session's row and its notes are read as of one moment
             rows, _ = self.db.run(
                 "SELECT s.owner, s.version, s.length, s.lease_until, s.jti, n.note "
-                "FROM sessions s LEFT JOIN notes n ON n.session = s.id AND n.n >= ? AND n.n < s.length "
+                "FROM sessions s LEFT JOIN notes n "
+                "ON n.session = s.id AND n.n >= ? AND n.n < s.length "
                 "WHERE s.id = ? ORDER BY n.n", (since, sid))
             if not rows:
                 return None
@@ -92,11 +96,12 @@ class Store:
             if since and kept[0] == version and length == since:  # nothing new since
                 return Session(asker, kept[1], version, lease_until, jti)
             if since and not (kept[0] < version and since <= length):
-                continue  # not a later version of what this process read: read it all again
+                continue  # not a later version of what this process read: read it all
             if len(notes) != length - since:
-                raise ValueError(f"session {sid} has {length} notes, and notes {since} to "
-                                 f"{length - 1} are not all there")
-            ctx = checked(Context((kept[1].messages if since else ()) + _read(notes, since)), since)
+                raise ValueError(f"session {sid} has {length} notes, and notes {since} "
+                                 f"to {length - 1} are not all there")
+            known = kept[1].messages if since else ()
+            ctx = checked(Context(known + _read(notes, since)), since)
             self._keep(sid, version, ctx)
             return Session(asker, ctx, version, lease_until, jti)
 
@@ -119,8 +124,9 @@ class Store:
                 return None  # someone wrote first
             kept = (version, s.context)
         before = kept[1].messages
-        if ctx.messages[:len(before)] != before:  # fast: the same notes are the same objects
-            raise ValueError("a save adds notes to the notebook it read, and changes none")
+        if ctx.messages[:len(before)] != before:  # fast: the same notes are one object
+            raise ValueError("a save adds notes to the notebook it read, and changes "
+                             "none")
         checked(ctx, len(before))
         with self.db.transaction() as run:
             _, changed = run("UPDATE sessions SET version = version + 1, length = ?, "
@@ -133,9 +139,10 @@ class Store:
         return version + 1
 
     def waiting(self) -> list[str]:
-        """The ids of the sessions whose decision waits for a verdict (a token is out for it),
-        the oldest session first."""
-        rows, _ = self.db.run("SELECT id FROM sessions WHERE jti IS NOT NULL ORDER BY created, id")
+        """The ids of the sessions whose decision waits for a verdict (a token is out for
+        it), the oldest session first."""
+        rows, _ = self.db.run("SELECT id FROM sessions WHERE jti IS NOT NULL "
+                              "ORDER BY created, id")
         return [sid for (sid,) in rows]
 
     def take(self, user: str, per_second: float, burst: int) -> float:
@@ -149,25 +156,33 @@ class Store:
         """
         now, each, ahead = time.time(), 1 / per_second, (burst - 1) / per_second
         _, taken = self.db.run(
-            "INSERT INTO rates (who, busy_until) VALUES (?, ?) ON CONFLICT (who) DO UPDATE "
-            "SET busy_until = CASE WHEN rates.busy_until > ? THEN rates.busy_until ELSE ? END + ? "
-            "WHERE rates.busy_until - ? <= ?", (user, now + each, now, now, each, now, ahead))
+            "INSERT INTO rates (who, busy_until) VALUES (?, ?) "
+            "ON CONFLICT (who) DO UPDATE SET busy_until = "
+            "CASE WHEN rates.busy_until > ? THEN rates.busy_until ELSE ? END + ? "
+            "WHERE rates.busy_until - ? <= ?",
+            (user, now + each, now, now, each, now, ahead))
         if taken:
             return 0.0
-        [(busy_until,)] = self.db.run("SELECT busy_until FROM rates WHERE who = ?", (user,))[0]
+        rows, _ = self.db.run("SELECT busy_until FROM rates WHERE who = ?", (user,))
+        [(busy_until,)] = rows
         return max(busy_until - ahead - now, 1e-3)
 
-    def audit(self, user: str | None, sid: str | None, what: str, detail: str = "") -> None:
-        """Append a line to the audit trail (the database refuses to change or delete one)."""
+    def audit(self, user: str | None, sid: str | None, what: str,
+              detail: str = "") -> None:
+        """Append a line to the audit trail (the database refuses to change or delete
+        one)."""
         # a stranger's 60 kB session id stays short; text a database can't hold is escaped
         cut = [None if v is None else _storable(v[:200]) for v in (user, sid, detail)]
-        self.db.run("INSERT INTO audit (at, who, session, what, detail) VALUES (?, ?, ?, ?, ?)",
+        self.db.run("INSERT INTO audit (at, who, session, what, detail) "
+                    "VALUES (?, ?, ?, ?, ?)",
                     (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), cut[0], cut[1],
                      _storable(what), cut[2]))
 
     def trail(self) -> list[tuple]:
         """The audit trail, oldest first: (at, who, session, what, detail) each."""
-        return self.db.run("SELECT at, who, session, what, detail FROM audit ORDER BY n")[0]
+        rows, _ = self.db.run("SELECT at, who, session, what, detail FROM audit "
+                              "ORDER BY n")
+        return rows
 
     def close(self) -> None:
         self.db.close()
@@ -232,7 +247,8 @@ def _read(notes: list[str], since: int) -> tuple:
 
 def _storable(text: str) -> str:
     """Text any database holds: NUL and lone surrogates written as escapes."""
-    return text.replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode("utf-8")
+    escaped = text.replace("\x00", "\\x00")
+    return escaped.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 # ----------------------------------------------------------------------------
@@ -240,7 +256,7 @@ def _storable(text: str) -> str:
 # (`run`), or several as one (`transaction`)
 
 def connect(db: str):
-    """The database `db` names: a postgresql:// URL (needs psycopg), else a sqlite file."""
+    """The database `db` names: a postgresql:// URL (needs psycopg), else sqlite's."""
     if db.startswith(SERVERS):
         from microagent.host.postgres import Postgres  # only then: psycopg is optional
 
@@ -251,14 +267,15 @@ def connect(db: str):
 def shown(db: str) -> str:
     """The database's name as it may be printed: a URL without its password.
 
-    >>> shown("postgresql://host:secret@127.0.0.1:5432/office?password=secret&sslmode=require")
-    'postgresql://host@127.0.0.1:5432/office?sslmode=require'
+    >>> shown("postgresql://host:secret@127.0.0.1:5432/office?password=secret&sslmode=on")
+    'postgresql://host@127.0.0.1:5432/office?sslmode=on'
     """
     if not db.startswith(SERVERS):
         return db
     url = urllib.parse.urlsplit(db)
     where = url.netloc.rpartition("@")[2]
-    who = url.username and urllib.parse.quote(urllib.parse.unquote(url.username), safe="") + "@"
+    name = url.username and urllib.parse.unquote(url.username)
+    who = name and urllib.parse.quote(name, safe="") + "@"
     query = urllib.parse.urlencode([(k, v) for k, v in urllib.parse.parse_qsl(url.query)
                                     if k != "password"])
     return urllib.parse.urlunsplit((url.scheme, (who or "") + where, url.path, query, ""))
