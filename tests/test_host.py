@@ -6,9 +6,11 @@ test_host_processes.py. The LLM office's tests talk to the stand-in model server
 (microagent.transport.stand_in), also on 127.0.0.1.
 """
 
+import ast
 import base64
 import http.client
 import json
+import pathlib
 import xml.etree.ElementTree as ET
 import socket
 import sqlite3
@@ -25,7 +27,9 @@ from microagent.transport.stand_in import reply, serve
 from microagent import Action, Agent, Context, approval, final_answer, from_json, scripted
 from microagent.host import (MAX_BODY, MAX_DEPTH, MAX_TEXT, Server, args_hash, llm_office, refund_office, sign,
                              thinking, verify)
-from microagent.host.server import Handler, main, printable, read_users, secret_from, users_from
+from microagent.host import Handler, main
+from microagent.host.cli import printable, secret_from, users_from
+from microagent.host.users import read_users
 from microagent.host.store import Store
 from microagent.demo import check_policy, look_up_order, support_policy
 from microagent.invariants import check
@@ -358,7 +362,7 @@ def test_another_users_session_answers_404_exactly_like_a_missing_one(host):
     assert h.refunds() == [] and approval.waiting(h.notebook(sid)) is not None
 
 
-def test_the_owner_gets_the_run_drawn_as_a_picture_with_every_text_escaped(host):
+def test_the_asker_gets_the_run_drawn_as_a_picture_with_every_text_escaped(host):
     h = host()
     sid = h.new()
     h.ask(sid, "<img src=x onerror=alert(1)> refund A1234?")
@@ -1258,3 +1262,36 @@ def test_amounts_are_written_and_told_as_people_read_them(host):
         assert stream[0][1]["content"] == f"{told} refunded to the original card (receipt R{n})"
         assert stream[-1][1] == {"answer": f"Good news, A1234 qualifies. I refunded {told} to your card, "
                                            "here in 3 to 5 days."}
+
+
+HOST = pathlib.Path(__file__).resolve().parent.parent / "microagent" / "host"
+
+
+def test_each_file_of_the_host_reads_in_one_sitting_within_300_lines_of_90_columns():
+    for path in sorted(HOST.glob("*.py")):
+        lines = path.read_text().splitlines()
+        assert len(lines) <= 300, f"host/{path.name} has {len(lines)} lines: split it along a seam"
+        wide = [n for n, line in enumerate(lines, 1) if len(line) > 90]
+        assert not wide, f"host/{path.name} has lines over 90 columns: {wide}"
+
+
+def test_the_hosts_files_import_one_another_one_way_only():
+    # every import counts, one inside a function too: a circle is a circle however it is hidden
+    arrows = {path.stem: {node.module.rpartition(".")[2] for node in ast.walk(ast.parse(path.read_text()))
+                          if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("microagent.host.")}
+              for path in HOST.glob("*.py")}
+    assert arrows["store"] == {"sqlite", "postgres"} and arrows["postgres"] == set()
+    done, seen = set(), []
+
+    def visit(name):
+        circle = seen[seen.index(name):] + [name] if name in seen else []
+        assert not circle, f"the host's files import one another in a circle: {' -> '.join(circle)}"
+        if name not in done:
+            seen.append(name)
+            for imported in arrows[name]:
+                visit(imported)
+            seen.pop()
+            done.add(name)
+
+    for name in arrows:
+        visit(name)

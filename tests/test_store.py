@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from microagent import Context, Message, to_json
-from microagent.host.server import ledger_refund
+from microagent.host import ledger_refund
 from microagent.host.store import Store, checked, connect, shown
 from microagent.invariants import check
 
@@ -86,7 +86,7 @@ def test_a_save_appends_only_its_new_notes_each_a_row_and_bumps_the_version(stor
         assert rows(store, "s1") == [(n, to_json(Context((m,)))) for n, m in enumerate(ctx)]
     assert version == 5
     s = stores().load("s1")  # another process reads it whole
-    assert (s.owner, s.context, s.version, s.lease_until, s.jti) == ("alice", ctx, 5, 5.0, "j")
+    assert (s.asker, s.context, s.version, s.lease_until, s.jti) == ("alice", ctx, 5, 5.0, "j")
 
 
 def test_a_writer_that_read_an_older_version_loses_and_writes_nothing(stores):
@@ -347,11 +347,11 @@ def test_a_database_made_by_an_older_host_is_refused_with_a_message_that_says_so
 
 def test_the_sqlite_host_needs_no_psycopg_and_a_url_without_it_says_what_to_install(tmp_path):
     blocked = "import sys; sys.modules['psycopg'] = None  # not installed\n"
-    sqlite = blocked + "from microagent.host.server import Server, refund_office\n" \
+    sqlite = blocked + "from microagent.host import Server, refund_office\n" \
                        "Server(refund_office, 'host.db', {'alice': 'a token of 16 or more'}, b's' * 32).server_close(); print('served')"
     done = subprocess.run([sys.executable, "-c", sqlite], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert done.stdout == "served\n", done.stderr
-    url = blocked + "from microagent.host.server import main; main(sys.argv[1:])"
+    url = blocked + "from microagent.host import main; main(sys.argv[1:])"
     done = subprocess.run([sys.executable, "-c", url, "--db", "postgresql://office:secret@127.0.0.1:1/office",
                            "--port", "0"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and done.stderr == (

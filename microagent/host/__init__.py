@@ -1,18 +1,34 @@
-"""The host: the loop behind HTTP, for many users at once (the workshop; README.md beside this).
+"""The host: the loop behind HTTP, for many users at once (the workshop; see README.md).
 
     python -m microagent.host            # the refund office on http://127.0.0.1:8000
 
-server.py serves an office over HTTP and streams each Step as a server-sent
-event; store.py keeps each session's notes in sqlite, a row a note, with an
-audit trail (postgres.py: the same on PostgreSQL, for several processes);
-tokens.py signs the approval tokens; page.html, page.js and page.css are the
-page for the people who ask and who approve. It is built on the book's public names only.
+Read it in this order, a file a sitting:
+
+- stream.py: one run on one session (`Stream`): each Step's notebook committed,
+  then its event sent; `thinking` streams the brain's words.
+- routes.py: a function a route, named by what it does (`post_message`,
+  `post_verdict`, ...), with the rate limit and the lease in `session_to_run`.
+- users.py: who may do what: a user asks, approves, or both; nobody approves
+  their own request unless the host is started to allow it.
+- http.py: `Server` and `Handler`, with a deadline for the whole request.
+- request.py: request hygiene: a whole body of known size, strict JSON, known fields.
+- office.py: the hosted refund office; cli.py: the command line.
+- store.py: each session's notes, a row a note, and an audit trail, in a sqlite
+  file (sqlite.py) or on PostgreSQL for several processes (postgres.py).
+- tokens.py signs the approval tokens; page.html, page.js and page.css are the
+  page for the people who ask and who approve.
+
+It is built on the book's public names only. What it leaves out: real identity
+providers (users are bearer tokens in a JSON file), TLS (serve it behind a proxy
+that does it), and HTTP keep-alive.
 """
 
-from microagent.host.server import (CALL, MAX_BODY, MAX_DEPTH, MAX_TEXT, ClientGone, Handler,
-                                    Refused, Server, Stream, ledger_refund, llm_office, main,
-                                    refund_office, thinking)
+from microagent.host.cli import main
+from microagent.host.http import Handler, Server
+from microagent.host.office import ledger_refund, llm_office, refund_office
+from microagent.host.request import MAX_BODY, MAX_DEPTH, MAX_TEXT, Refused
 from microagent.host.store import Session, Store
+from microagent.host.stream import CALL, ClientGone, Stream, thinking
 from microagent.host.tokens import args_hash, sign, verify
 
 __all__ = [

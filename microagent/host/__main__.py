@@ -1,6 +1,6 @@
-"""`python -m microagent.host` serves the refund office (see server.py, and README.md beside it)."""
+"""`python -m microagent.host` serves the refund office (see cli.py, and README.md)."""
 
-from microagent.host.server import main
+from microagent.host.cli import main
 
 if __name__ == "__main__":
     main()

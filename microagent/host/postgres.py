@@ -38,8 +38,6 @@ import re
 import select
 import threading
 
-from microagent.host.store import shown
-
 try:
     import psycopg
 except ImportError:  # the host says what to install, not a traceback
@@ -50,11 +48,12 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, owner TEXT NOT NULL,
     created DOUBLE PRECISION NOT NULL, version BIGINT NOT NULL, length BIGINT NOT NULL,
     lease_until DOUBLE PRECISION NOT NULL DEFAULT 0, jti TEXT);
-CREATE TABLE IF NOT EXISTS notes (session TEXT NOT NULL, n BIGINT NOT NULL, note TEXT NOT NULL,
-    PRIMARY KEY (session, n));
+CREATE TABLE IF NOT EXISTS notes (session TEXT NOT NULL, n BIGINT NOT NULL,
+    note TEXT NOT NULL, PRIMARY KEY (session, n));
 CREATE TABLE IF NOT EXISTS audit (n BIGSERIAL PRIMARY KEY, at TEXT NOT NULL, who TEXT,
     session TEXT, what TEXT NOT NULL, detail TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS rates (who TEXT PRIMARY KEY, busy_until DOUBLE PRECISION NOT NULL);
+CREATE TABLE IF NOT EXISTS rates (who TEXT PRIMARY KEY,
+    busy_until DOUBLE PRECISION NOT NULL);
 CREATE OR REPLACE FUNCTION written_in_pen() RETURNS trigger LANGUAGE plpgsql
     AS $$ BEGIN RAISE EXCEPTION USING MESSAGE = TG_ARGV[0]; END $$;
 CREATE OR REPLACE TRIGGER notes_in_pen BEFORE UPDATE OR DELETE ON notes
@@ -68,7 +67,8 @@ CREATE OR REPLACE TRIGGER audit_no_truncate BEFORE TRUNCATE ON audit
 """
 
 # what a schema makes, and how to find out whether it is there
-MADE = re.compile(r"CREATE (?:OR REPLACE )?(TABLE|FUNCTION|TRIGGER) (?:IF NOT EXISTS )?(\w+)")
+MADE = re.compile(r"CREATE (?:OR REPLACE )?(TABLE|FUNCTION|TRIGGER) "
+                  r"(?:IF NOT EXISTS )?(\w+)")
 FOUND = {"TABLE": "SELECT to_regclass(?) IS NOT NULL",
          "FUNCTION": "SELECT to_regproc(?) IS NOT NULL",
          "TRIGGER": "SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = ?)"}
@@ -76,21 +76,25 @@ FOUND = {"TABLE": "SELECT to_regclass(?) IS NOT NULL",
 
 class Postgres:
     """A PostgreSQL database: up to `size` connections at once, kept open and taken in
-    turn; each statement its own transaction unless several are run as one (`transaction`)."""
+    turn; each statement its own transaction unless several are run as one
+    (`transaction`)."""
 
     serial = "BIGSERIAL PRIMARY KEY"  # a key the database numbers
 
-    def __init__(self, url: str, size: int = 8):
-        self.url, self.lock, self.slots = url, threading.Lock(), threading.Semaphore(size)
-        self.idle = [self._connect()]  # a wrong URL or password fails here, with its reason
+    def __init__(self, url: str, shown: str, size: int = 8):
+        """The database at `url`; `shown` is its name as a message may print it (no
+        password)."""
+        self.url, self.shown = url, shown
+        self.lock, self.slots = threading.Lock(), threading.Semaphore(size)
+        self.idle = [self._connect()]  # a wrong URL or password fails here, saying why
 
     def schema(self, sql: str = SCHEMA) -> None:
-        """Make the tables and triggers `sql` makes, one process at a time. A role that may
-        not make them goes on if they are all there (made by their owner); else it is told
-        what to do, in one line."""
+        """Make the tables and triggers `sql` makes, one process at a time. A role that
+        may not make them goes on if they are all there (made by their owner); else it is
+        told what to do, in one line."""
         try:
             with self.transaction() as run:
-                run("SELECT pg_advisory_xact_lock(21021)")  # one process at a time makes them
+                run("SELECT pg_advisory_xact_lock(21021)")  # one process at a time
                 run(sql, None)
         except psycopg.errors.InsufficientPrivilege as e:
             missing = [name for kind, name in MADE.findall(sql)
@@ -98,10 +102,11 @@ class Postgres:
             if missing:
                 [(role,)] = self.run("SELECT current_user")[0]
                 raise PermissionError(
-                    f"the role {role} may not make {', '.join(missing)} in {shown(self.url)} "
-                    f"({e.diag.message_primary}): start the host once as the database's owner, "
-                    f"which makes them, then GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA "
-                    f"public TO {role}; GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}"
+                    f"the role {role} may not make {', '.join(missing)} in {self.shown} "
+                    f"({e.diag.message_primary}): start the host once as the database's "
+                    "owner, which makes them, then GRANT SELECT, INSERT, UPDATE ON ALL "
+                    f"TABLES IN SCHEMA public TO {role}; GRANT USAGE ON ALL SEQUENCES IN "
+                    f"SCHEMA public TO {role}"
                 ) from None
 
     def run(self, sql: str, args: tuple | None = ()) -> tuple[list[tuple], int]:
@@ -123,7 +128,8 @@ class Postgres:
             try:
                 yield conn
             finally:
-                if conn.broken or conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                idle = conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+                if conn.broken or not idle:
                     conn.close()
                 if not conn.closed:
                     with self.lock:
@@ -141,7 +147,8 @@ class Postgres:
         try:
             return psycopg.connect(self.url, autocommit=True, connect_timeout=10)
         except psycopg.Error as e:
-            raise ConnectionError(f"could not open the database {shown(self.url)}: {e}") from None
+            why = f"could not open the database {self.shown}: {e}"
+            raise ConnectionError(why) from None
 
     def close(self) -> None:
         with self.lock:

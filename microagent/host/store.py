@@ -1,14 +1,14 @@
-"""Where hosted sessions live: each session's notes, a row a note, written in pen; and an audit trail.
+"""Where hosted sessions live: each one's notes, a row a note, in pen; and an audit trail.
 
 This is the one seam between the server and its database, small on purpose:
 `load` a session, `create` one, `save` it only if nobody else has since, list
 the sessions whose decision waits for a verdict (`waiting`, the approvers'
 queue), `take` one of a user's runs from their budget (the rate limit), and
-append to the `audit` trail. Two databases sit behind it: a sqlite file, the default and the
-standard library only; or a PostgreSQL server, given as a `postgresql://` URL,
-for several host processes on one database (postgres.py beside this file; it
-needs psycopg 3: `pip install '.[postgres]'`). The statements are the
-same for both.
+append to the `audit` trail. Two databases sit behind it: a sqlite file, the
+default and the standard library only (sqlite.py); or a PostgreSQL server, given
+as a `postgresql://` URL, for several host processes on one database
+(postgres.py; it needs psycopg 3: `pip install '.[postgres]'`). The statements
+are the same for both.
 
 Written in pen, as the notebook is. A session's notes are rows of `notes`, one
 a note (microagent.saving's JSON of a notebook of that one note), numbered from
@@ -36,52 +36,22 @@ breaks the rules.
 """
 
 import collections
-import contextlib
 import dataclasses
-import sqlite3
 import threading
 import time
 import urllib.parse
 
 from microagent.context import Context
 from microagent.invariants import check
+from microagent.host.sqlite import Sqlite
 from microagent.saving import from_json, to_json
 
 KEEP = 200_000  # notes kept in memory over all sessions (about 100 MB at most)
-SERVERS = ("postgresql://", "postgres://")  # how a database server's URL begins; else a sqlite file
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, owner TEXT NOT NULL,
-    created REAL NOT NULL, version INTEGER NOT NULL, length INTEGER NOT NULL,
-    lease_until REAL NOT NULL DEFAULT 0, jti TEXT);
-CREATE TABLE IF NOT EXISTS notes (session TEXT NOT NULL, n INTEGER NOT NULL, note TEXT NOT NULL,
-    PRIMARY KEY (session, n)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS audit (n INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL,
-    who TEXT, session TEXT, what TEXT NOT NULL, detail TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS rates (who TEXT PRIMARY KEY, busy_until REAL NOT NULL);
--- written in pen: no note or audit row is changed or deleted. subtle: INSERT OR REPLACE
--- deletes the row it replaces without firing a DELETE trigger, so an insert onto a row
--- that is there is refused too
-CREATE TRIGGER IF NOT EXISTS notes_no_update BEFORE UPDATE ON notes
-    BEGIN SELECT RAISE(ABORT, 'a note is written in pen'); END;
-CREATE TRIGGER IF NOT EXISTS notes_no_delete BEFORE DELETE ON notes
-    BEGIN SELECT RAISE(ABORT, 'a note is written in pen'); END;
-CREATE TRIGGER IF NOT EXISTS notes_no_replace BEFORE INSERT ON notes
-    WHEN EXISTS (SELECT 1 FROM notes WHERE session = NEW.session AND n = NEW.n)
-    BEGIN SELECT RAISE(ABORT, 'a note is written in pen'); END;
-CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit
-    BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only'); END;
-CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit
-    BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only'); END;
-CREATE TRIGGER IF NOT EXISTS audit_no_replace BEFORE INSERT ON audit
-    WHEN EXISTS (SELECT 1 FROM audit WHERE n = NEW.n)
-    BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only'); END;
-"""
-
+SERVERS = ("postgresql://", "postgres://")  # a database server's URL; else a sqlite file
 
 @dataclasses.dataclass(frozen=True)
 class Session:
-    owner: str
+    asker: str          # who asked in it (the sessions table's column `owner`)
     context: Context
     version: int        # bumped by every save
     lease_until: float  # a run holds the session until then (time.time()); 0: nobody
@@ -93,19 +63,22 @@ class Store:
         """The store in `db`: a sqlite file's path, or a postgresql:// URL."""
         self.db = connect(db)
         self.db.schema()
-        try:  # tables made by an older host: a notebook a row, or no time a session was made
+        try:  # tables of an older host: a notebook a row, or no time a session was made
             self.db.run("SELECT created, length FROM sessions WHERE id = ''")
-        except Exception:  # the database's own error for a missing column (sqlite's, psycopg's)
+        except Exception:  # the database's own error for a missing column (either one's)
             self.db.close()
-            raise ValueError(f"{shown(db)} was made by an older host, which kept other columns; "
-                             "this one has no migrations: start on a new database") from None
+            raise ValueError(f"{shown(db)} was made by an older host, which kept other "
+                             "columns; this one has no migrations: start on a new "
+                             "database") from None
         self.keep, self.lock = keep, threading.Lock()
         # session id -> (version, its notebook at that version), the last used last
-        self.kept: collections.OrderedDict[str, tuple[int, Context]] = collections.OrderedDict()
+        self.kept: collections.OrderedDict[str, tuple[int, Context]] = \
+            collections.OrderedDict()
         self.kept_notes = 0
 
     def load(self, sid: str) -> Session | None:
-        """The session, its notebook checked against the invariants; None if there is none."""
+        """The session, its notebook checked against the invariants; None if there is
+        none."""
         if "\x00" in sid:  # no id holds one (and PostgreSQL's text can't)
             return None
         kept = self._kept(sid)
@@ -113,28 +86,30 @@ class Store:
             # one statement, so the session's row and its notes are read as of one moment
             rows, _ = self.db.run(
                 "SELECT s.owner, s.version, s.length, s.lease_until, s.jti, n.note "
-                "FROM sessions s LEFT JOIN notes n ON n.session = s.id AND n.n >= ? AND n.n < s.length "
+                "FROM sessions s LEFT JOIN notes n "
+                "ON n.session = s.id AND n.n >= ? AND n.n < s.length "
                 "WHERE s.id = ? ORDER BY n.n", (since, sid))
             if not rows:
                 return None
-            owner, version, length, lease_until, jti = rows[0][:5]
+            asker, version, length, lease_until, jti = rows[0][:5]
             notes = [row[5] for row in rows if row[5] is not None]
             if since and kept[0] == version and length == since:  # nothing new since
-                return Session(owner, kept[1], version, lease_until, jti)
+                return Session(asker, kept[1], version, lease_until, jti)
             if since and not (kept[0] < version and since <= length):
-                continue  # not a later version of what this process read: read it all again
+                continue  # not a later version of what this process read: read it all
             if len(notes) != length - since:
-                raise ValueError(f"session {sid} has {length} notes, and notes {since} to "
-                                 f"{length - 1} are not all there")
-            ctx = checked(Context((kept[1].messages if since else ()) + _read(notes, since)), since)
+                raise ValueError(f"session {sid} has {length} notes, and notes {since} "
+                                 f"to {length - 1} are not all there")
+            known = kept[1].messages if since else ()
+            ctx = checked(Context(known + _read(notes, since)), since)
             self._keep(sid, version, ctx)
-            return Session(owner, ctx, version, lease_until, jti)
+            return Session(asker, ctx, version, lease_until, jti)
 
-    def create(self, sid: str, owner: str, ctx: Context) -> None:
+    def create(self, sid: str, asker: str, ctx: Context) -> None:
         check(ctx)
         with self.db.transaction() as run:
             run("INSERT INTO sessions (id, owner, created, version, length) "
-                "VALUES (?, ?, ?, 0, ?)", (sid, owner, time.time(), len(ctx)))
+                "VALUES (?, ?, ?, 0, ?)", (sid, asker, time.time(), len(ctx)))
             self._append(run, sid, 0, ctx)
         self._keep(sid, 0, ctx)
 
@@ -149,8 +124,9 @@ class Store:
                 return None  # someone wrote first
             kept = (version, s.context)
         before = kept[1].messages
-        if ctx.messages[:len(before)] != before:  # fast: the same notes are the same objects
-            raise ValueError("a save adds notes to the notebook it read, and changes none")
+        if ctx.messages[:len(before)] != before:  # fast: the same notes are one object
+            raise ValueError("a save adds notes to the notebook it read, and changes "
+                             "none")
         checked(ctx, len(before))
         with self.db.transaction() as run:
             _, changed = run("UPDATE sessions SET version = version + 1, length = ?, "
@@ -163,9 +139,10 @@ class Store:
         return version + 1
 
     def waiting(self) -> list[str]:
-        """The ids of the sessions whose decision waits for a verdict (a token is out for it),
-        the oldest session first."""
-        rows, _ = self.db.run("SELECT id FROM sessions WHERE jti IS NOT NULL ORDER BY created, id")
+        """The ids of the sessions whose decision waits for a verdict (a token is out for
+        it), the oldest session first."""
+        rows, _ = self.db.run("SELECT id FROM sessions WHERE jti IS NOT NULL "
+                              "ORDER BY created, id")
         return [sid for (sid,) in rows]
 
     def take(self, user: str, per_second: float, burst: int) -> float:
@@ -179,25 +156,33 @@ class Store:
         """
         now, each, ahead = time.time(), 1 / per_second, (burst - 1) / per_second
         _, taken = self.db.run(
-            "INSERT INTO rates (who, busy_until) VALUES (?, ?) ON CONFLICT (who) DO UPDATE "
-            "SET busy_until = CASE WHEN rates.busy_until > ? THEN rates.busy_until ELSE ? END + ? "
-            "WHERE rates.busy_until - ? <= ?", (user, now + each, now, now, each, now, ahead))
+            "INSERT INTO rates (who, busy_until) VALUES (?, ?) "
+            "ON CONFLICT (who) DO UPDATE SET busy_until = "
+            "CASE WHEN rates.busy_until > ? THEN rates.busy_until ELSE ? END + ? "
+            "WHERE rates.busy_until - ? <= ?",
+            (user, now + each, now, now, each, now, ahead))
         if taken:
             return 0.0
-        [(busy_until,)] = self.db.run("SELECT busy_until FROM rates WHERE who = ?", (user,))[0]
+        rows, _ = self.db.run("SELECT busy_until FROM rates WHERE who = ?", (user,))
+        [(busy_until,)] = rows
         return max(busy_until - ahead - now, 1e-3)
 
-    def audit(self, user: str | None, sid: str | None, what: str, detail: str = "") -> None:
-        """Append a line to the audit trail (the database refuses to change or delete one)."""
+    def audit(self, user: str | None, sid: str | None, what: str,
+              detail: str = "") -> None:
+        """Append a line to the audit trail (the database refuses to change or delete
+        one)."""
         # a stranger's 60 kB session id stays short; text a database can't hold is escaped
         cut = [None if v is None else _storable(v[:200]) for v in (user, sid, detail)]
-        self.db.run("INSERT INTO audit (at, who, session, what, detail) VALUES (?, ?, ?, ?, ?)",
+        self.db.run("INSERT INTO audit (at, who, session, what, detail) "
+                    "VALUES (?, ?, ?, ?, ?)",
                     (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), cut[0], cut[1],
                      _storable(what), cut[2]))
 
     def trail(self) -> list[tuple]:
         """The audit trail, oldest first: (at, who, session, what, detail) each."""
-        return self.db.run("SELECT at, who, session, what, detail FROM audit ORDER BY n")[0]
+        rows, _ = self.db.run("SELECT at, who, session, what, detail FROM audit "
+                              "ORDER BY n")
+        return rows
 
     def close(self) -> None:
         self.db.close()
@@ -262,81 +247,35 @@ def _read(notes: list[str], since: int) -> tuple:
 
 def _storable(text: str) -> str:
     """Text any database holds: NUL and lone surrogates written as escapes."""
-    return text.replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode("utf-8")
+    escaped = text.replace("\x00", "\\x00")
+    return escaped.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 # ----------------------------------------------------------------------------
-# the two databases: a statement at a time (`run`), or several as one (`transaction`)
+# which database: sqlite.py's or postgres.py's, each running a statement at a time
+# (`run`), or several as one (`transaction`)
 
 def connect(db: str):
-    """The database `db` names: a postgresql:// URL (needs psycopg), else a sqlite file."""
+    """The database `db` names: a postgresql:// URL (needs psycopg), else sqlite's."""
     if db.startswith(SERVERS):
         from microagent.host.postgres import Postgres  # only then: psycopg is optional
 
-        return Postgres(db)
+        return Postgres(db, shown(db))
     return Sqlite(db)
 
 
 def shown(db: str) -> str:
     """The database's name as it may be printed: a URL without its password.
 
-    >>> shown("postgresql://host:secret@127.0.0.1:5432/office?password=secret&sslmode=require")
-    'postgresql://host@127.0.0.1:5432/office?sslmode=require'
+    >>> shown("postgresql://host:secret@127.0.0.1:5432/office?password=secret&sslmode=on")
+    'postgresql://host@127.0.0.1:5432/office?sslmode=on'
     """
     if not db.startswith(SERVERS):
         return db
     url = urllib.parse.urlsplit(db)
     where = url.netloc.rpartition("@")[2]
-    who = url.username and urllib.parse.quote(urllib.parse.unquote(url.username), safe="") + "@"
+    name = url.username and urllib.parse.unquote(url.username)
+    who = name and urllib.parse.quote(name, safe="") + "@"
     query = urllib.parse.urlencode([(k, v) for k, v in urllib.parse.parse_qsl(url.query)
                                     if k != "password"])
     return urllib.parse.urlunsplit((url.scheme, (who or "") + where, url.path, query, ""))
-
-
-class Sqlite:
-    """A sqlite file: one connection, shared by the threads and taken in turn (the lock).
-
-    Autocommit, so each statement is a transaction of its own, and none spans a read and
-    a write; a transaction takes the file's write lock first (BEGIN IMMEDIATE).
-    """
-
-    serial = "INTEGER PRIMARY KEY AUTOINCREMENT"  # a key the database numbers
-
-    def __init__(self, path: str):
-        self.db = sqlite3.connect(str(path), timeout=30, isolation_level=None,
-                                  check_same_thread=False)
-        self.lock = threading.Lock()
-        self.db.execute("PRAGMA journal_mode=WAL")  # readers never wait for the writer
-        # NORMAL: a commit survives a killed process, not a power cut (FULL: an fsync a write)
-        self.db.execute("PRAGMA synchronous=NORMAL")
-
-    def schema(self, sql: str = SCHEMA) -> None:
-        with self.lock:
-            self.db.executescript(sql)
-
-    def run(self, sql: str, args: tuple = ()) -> tuple[list[tuple], int]:
-        """The rows a statement gives, and how many it changed."""
-        with self.lock:
-            return self._run(sql, args)
-
-    @contextlib.contextmanager
-    def transaction(self):
-        """Yields run(sql, args); the statements are written together, or not at all."""
-        with self.lock:
-            self.db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._run
-                self.db.execute("COMMIT")
-            except BaseException:
-                if self.db.in_transaction:
-                    self.db.execute("ROLLBACK")
-                raise
-
-    def _run(self, sql: str, args: tuple = ()) -> tuple[list[tuple], int]:
-        # subtle: fetch every row, or the statement stays open and holds an old snapshot,
-        # and this connection's next write fails at once with "database is locked"
-        cursor = self.db.execute(sql, args)
-        return cursor.fetchall(), cursor.rowcount
-
-    def close(self) -> None:
-        self.db.close()

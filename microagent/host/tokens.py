@@ -28,23 +28,28 @@ def sign(claims: dict, secret: bytes) -> str:
 
 
 def verify(token: str, secret: bytes, now: float) -> dict:
-    """The claims of a token signed with `secret` that has not expired; a ValueError otherwise."""
+    """The claims of a token signed with `secret` that has not expired; else a
+    ValueError."""
     parts = token.split(".")
     if len(parts) != 3:
         raise ValueError("an approval token has three parts: header.claims.signature")
-    expected = _b64(hmac.new(secret, f"{parts[0]}.{parts[1]}".encode(), hashlib.sha256).digest())
+    signed = f"{parts[0]}.{parts[1]}".encode()
+    expected = _b64(hmac.new(secret, signed, hashlib.sha256).digest())
     if not hmac.compare_digest(parts[2].encode(), expected.encode()):
-        raise ValueError("the approval token's signature does not match: tampered, or signed elsewhere")
+        raise ValueError("the approval token's signature does not match: tampered, or "
+                         "signed elsewhere")
     header, claims = json.loads(_unb64(parts[0])), json.loads(_unb64(parts[1]))
     if header.get("alg") != "HS256":  # never let a token pick its own algorithm
         raise ValueError("only HS256 approval tokens are accepted")
     if not isinstance(claims.get("exp"), int) or claims["exp"] <= now:
-        raise ValueError("the approval token has expired: the queue hands out a fresh one")
+        raise ValueError("the approval token has expired: the queue hands out a fresh "
+                         "one")
     return claims
 
 
 def args_hash(args: str) -> str:
-    """What a token says about the arguments it approves: the sha256 of their JSON text."""
+    """What a token says about the arguments it approves: the sha256 of their JSON
+    text."""
     return hashlib.sha256(args.encode()).hexdigest()
 
 
