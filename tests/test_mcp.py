@@ -32,7 +32,7 @@ import mcp_peers
 from printed import check_blocks, python_blocks
 from microagent import CANCELLED, DONE, Action, Agent, Tool, final_answer, scripted, story
 from microagent.demo import QUESTION, support_agent
-from microagent.mcp import McpError, checkable, connect, process, serve
+from microagent.mcp import Connection, McpError, Server, checkable, connect, process, serve
 from microagent.mcp.__main__ import main
 from microagent.mcp.tools import MAX_RESULT, cut, local_name, reads_as, said
 from microagent.mcp.wire import MAX_LINE
@@ -93,6 +93,10 @@ def progress(server, token):
 
 
 # -- mcp-server-time: the 2026-07-28 protocol, no handshake -----------------------------
+
+def test_connect_gives_a_connection_and_server_is_its_old_name_kept_for_one_release(clock):
+    assert type(clock) is Connection and Server is Connection
+
 
 def test_the_time_server_speaks_2026_and_its_tools_are_tools_whose_schema_is_its_input_schema(clock):
     assert clock.protocol == "2026-07-28" and clock.info["name"] == "mcp-time"

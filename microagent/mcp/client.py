@@ -159,7 +159,7 @@ class Connection:
     @property
     def changed(self) -> bool:
         """Whether the server said its tools changed since tools() last listed them."""
-        return self._exchange.changed > self._exchange.listed
+        return self._exchange.changed_at > self._exchange.listed_at
 
     def request(self, method: str, params: dict | None = None, *,
                 timeout: float | None = None, cancel=None) -> dict:

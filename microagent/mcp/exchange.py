@@ -62,7 +62,9 @@ class Exchange:
         self._pending, self._lock = {}, threading.Lock()
         self._ids = itertools.count(1)
         self.gone = None  # why the connection is over, once it is (a sentence)
-        self.seen = self.listed = self.changed = 0  # counts of messages read, at each
+        # messages read: all of them, when the tools were last listed, when the server
+        # last said they changed
+        self.seen = self.listed_at = self.changed_at = 0
         self.garbled = False  # whether it wrote what no MCP server writes
         process.start(heard=self._line, ended=self._stdout_ended)
 
@@ -178,7 +180,7 @@ class Exchange:
             self._process.put(line(answer))
         elif isinstance(method, str):  # a notification
             if method == "notifications/tools/list_changed":
-                self.changed = self.seen
+                self.changed_at = self.seen
             self.heard.append(msg if size <= 4096 else {"method": method})
         elif type(id_) in (int, str) and ("result" in msg or "error" in msg):
             self.heard.append({"id": id_})  # a reply: kept short, in its place in order
@@ -188,7 +190,7 @@ class Exchange:
                 if waiting.reply is None:  # the first answer counts
                     waiting.reply = msg
                 if self._listed_reply(msg):
-                    self.listed = self.seen
+                    self.listed_at = self.seen
                 waiting.done.set()
         elif "error" in msg:  # an error about a message it could not read
             self.heard.append(msg if size <= 4096 else {"error": "(long)"})
