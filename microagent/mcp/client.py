@@ -18,6 +18,7 @@ requests a server may send back (sampling, elicitation, roots: it declares none
 and answers each with an error; a `ping` it answers).
 """
 
+import functools
 import json
 import math
 import shlex
@@ -120,13 +121,11 @@ class Connection:
         else:
             raise McpError(f"{self.name} sent more than {MAX_PAGES} pages of tools/list: "
                            "a server that pages for ever")
-
-        def call(name, arguments):
-            return self.call(name, arguments, timeout=timeout)
+        each_call = functools.partial(self.call, timeout=timeout)  # (name, arguments)
         made, taken, self.skipped = [], set(), []
         for spec in listed:
             try:
-                tool = tool_from(spec, call, prefix, taken)
+                tool = tool_from(spec, each_call, prefix, taken)
             except ValueError as e:  # no name, no object schema, or reads like final_answer
                 self.skipped.append(str(e))
                 continue
