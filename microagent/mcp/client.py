@@ -82,9 +82,9 @@ class Connection:
         try:
             self._process = Process(command, env=env, cwd=cwd)
         except OSError as e:
-            raise McpError(f"could not start the MCP server {self.name}: {e.strerror or e} "
-                           f"({command[0]!r}: is it installed, and on the PATH?)",
-                           "gone") from None
+            raise McpError(f"could not start the MCP server {self.name}: "
+                           f"{e.strerror or e} ({command[0]!r}: is it installed, and on "
+                           "the PATH?)", "gone") from None
         self._exchange = Exchange(self._process, self.name, env)  # it starts the process
         self.heard = self._exchange.heard
         try:
@@ -109,11 +109,12 @@ class Connection:
             _check_seconds("timeout", timeout)
         listed, cursor = [], None
         for _ in range(MAX_PAGES):
-            result = self.request("tools/list", {} if cursor is None else {"cursor": cursor})
+            result = self.request("tools/list",
+                                  {} if cursor is None else {"cursor": cursor})
             page = result.get("tools")
             if not isinstance(page, list):
-                raise McpError(f"{self.name} answered tools/list without a list of tools: "
-                               f"{quote(json.dumps(result))}")
+                raise McpError(f"{self.name} answered tools/list without a list of "
+                               f"tools: {quote(json.dumps(result))}")
             listed += page
             cursor = result.get("nextCursor")
             if not (isinstance(cursor, str) and cursor):
@@ -126,14 +127,15 @@ class Connection:
         for spec in listed:
             try:
                 tool = tool_from(spec, each_call, prefix, taken)
-            except ValueError as e:  # no name, no object schema, or reads like final_answer
+            except ValueError as e:  # no name, no object schema, reads like final_answer
                 self.skipped.append(str(e))
                 continue
             made.append(tool)
             taken.add(tool.name)
         return made
 
-    def call(self, name: str, arguments: dict, *, timeout: float | None = None) -> str | Message:
+    def call(self, name: str, arguments: dict, *,
+             timeout: float | None = None) -> str | Message:
         """Call the tool `name` (the server's own name for it), as its Tool does: the
         result's text, or an error note that says what went wrong."""
         try:
@@ -146,7 +148,8 @@ class Connection:
             asked = result.get("inputRequests")
             what = sorted(asked) if isinstance(asked, dict) else "more input"
             return failed(f"{self.name} asks for input before {name} can finish "
-                          f"({quote(str(what))}), and this client answers no such request")
+                          f"({quote(str(what))}), and this client answers no such "
+                          "request")
         if kind != "complete":
             return failed(f"{self.name} answered {name} with a result of a kind this "
                           f"client does not read (resultType {quote(str(kind))})")
@@ -182,7 +185,7 @@ class Connection:
         return params
 
     def stderr(self, most: int = 2000) -> str:
-        """The last `most` characters the server wrote to its stderr (your secrets blanked)."""
+        """The last `most` characters of the server's stderr (your secrets blanked)."""
         return self._exchange.stderr(most)
 
     @property
@@ -212,10 +215,11 @@ class Connection:
     # -- opening: which generation does it speak? -----------------------------------
 
     def _open(self):
-        """Probe with server/discover; on an error or silence, the initialize handshake."""
+        """Probe with server/discover; on an error or silence, the handshake."""
         try:
-            # opening is not called off by the cancel event: it is setup, and it has timeouts
-            found = self._exchange.ask("server/discover", self._params("server/discover", {}),
+            # opening is not called off by the cancel event: it is setup, with timeouts
+            found = self._exchange.ask("server/discover",
+                                       self._params("server/discover", {}),
                                        min(self.probe, self.timeout), None)
         except McpError as e:
             if e.why == "gone":
@@ -223,13 +227,14 @@ class Connection:
             supported = _supported(e)
             if e.code == UNSUPPORTED_VERSION and supported \
                     and not set(supported) & set(LEGACY):
-                raise McpError(f"the MCP server {self.name} speaks only {supported}; this "
-                               f"client speaks {MODERN[-1]} and {LEGACY[-1]}: upgrade one "
-                               "of the two", code=e.code, data=e.data) from None
+                raise McpError(f"the MCP server {self.name} speaks only {supported}; "
+                               f"this client speaks {MODERN[-1]} and {LEGACY[-1]}: "
+                               "upgrade one of the two", code=e.code,
+                               data=e.data) from None
             return self._handshake()
         versions = found.get("supportedVersions")
         if not (isinstance(versions, list) and MODERN[-1] in versions):
-            return self._handshake()  # it answers discover, yet speaks the handshake's MCP
+            return self._handshake()  # it answers discover, yet speaks the handshake's
         self._adopt(MODERN[-1], found, _meta_of(found).get(SERVER_KEY))
 
     def _handshake(self):
@@ -247,9 +252,9 @@ class Connection:
             raise self._at_start(e, "initialize") from None
         version = found.get("protocolVersion")
         if version not in LEGACY:
-            raise McpError(f"the MCP server {self.name} answered initialize with protocol "
-                           f"version {quote(str(version))}, which this client does not "
-                           f"speak ({', '.join(LEGACY + MODERN)})")
+            raise McpError(f"the MCP server {self.name} answered initialize with "
+                           f"protocol version {quote(str(version))}, which this client "
+                           f"does not speak ({', '.join(LEGACY + MODERN)})")
         self._adopt(version, found, found.get("serverInfo"))
         self._process.put(line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
 
@@ -260,26 +265,28 @@ class Connection:
         self.instructions = said if isinstance(said, str) else ""
 
     def _at_start(self, e: McpError, method: str) -> McpError:
-        """The error for a server that would not start speaking MCP: what, and what to do."""
+        """The error for a server that would not start speaking MCP: what, and the fix."""
         if e.why == "timeout":
-            what = (f"did not answer {method} within {self.timeout:g} s (nor server/discover "
-                    f"within {min(self.probe, self.timeout):g} s)")
+            what = (f"did not answer {method} within {self.timeout:g} s (nor "
+                    f"server/discover within {min(self.probe, self.timeout):g} s)")
         elif e.why == "gone" and self._exchange.garbled:
-            return e  # it wrote what no MCP server writes: the words say so, and what to do
+            return e  # it wrote what no MCP server writes: the words say so, and the fix
         elif e.why == "gone":
             gone = str(e).removesuffix(". Connect again to start it anew")
-            return McpError(f"{gone}. It never answered {method}: check the command by running "
-                            "it in a terminal (an MCP server over stdio waits, silent, for "
-                            "input) and what it needs in its environment: only "
-                            f"{', '.join(PASSED_ON[:6])} and a few more are passed on "
-                            "unless you give env=.", "gone")
+            return McpError(f"{gone}. It never answered {method}: check the command by "
+                            "running it in a terminal (an MCP server over stdio waits, "
+                            "silent, for input) and what it needs in its environment: "
+                            f"only {', '.join(PASSED_ON[:6])} and a few more are passed "
+                            "on unless you give env=.", "gone")
         else:
             what = f"refused {method}: {e}"
         tail = self.stderr(600).strip()
-        heard = f"; its stderr ends: {quote(tail, 600)}" if tail else "; it wrote nothing to stderr"
+        heard = (f"; its stderr ends: {quote(tail, 600)}" if tail
+                 else "; it wrote nothing to stderr")
         return McpError(f"the MCP server {self.name} {what}{heard}. Is it an MCP server "
-                        "over stdio? (some need an argument, such as 'stdio', to speak it)",
-                        e.why, e.code, e.data)
+                        "over stdio? (some need an argument, such as 'stdio', to speak "
+                        "it)", e.why, e.code, e.data)
+
 
 def _supported(e: McpError) -> list:
     versions = e.data.get("supported") if isinstance(e.data, dict) else None

@@ -56,9 +56,10 @@ class Exchange:
     def __init__(self, process: Process, name: str, env: dict[str, str] | None):
         self.name, self._process = name, process
         self.heard = collections.deque(maxlen=HEARD)
-        # the values you passed: never quoted back (a server may print its key)
-        passed = sorted((env or {}).items(), key=lambda kv: -len(kv[1]))  # a value inside
-        self._secrets = {k: v for k, v in passed if len(v) >= 6}  # another: the longer first
+        # the values you passed, never quoted back (a server may print its key); the
+        # longer first, since a value may hold another
+        passed = sorted((env or {}).items(), key=lambda kv: -len(kv[1]))
+        self._secrets = {k: v for k, v in passed if len(v) >= 6}
         self._pending, self._lock = {}, threading.Lock()
         self._ids = itertools.count(1)
         self.gone = None  # why the connection is over, once it is (a sentence)
@@ -69,9 +70,9 @@ class Exchange:
         process.start(heard=self._line, ended=self._stdout_ended)
 
     def stderr(self, most: int = 2000) -> str:
-        """The last `most` characters the server wrote to its stderr (your secrets blanked)."""
+        """The last `most` characters of the server's stderr (your secrets blanked)."""
         text, trimmed = self._process.tail()
-        text = self.blank(text)  # first, and only then cut: a key cut in two is not blanked
+        text = self.blank(text)  # first, then cut: a key cut in two is not blanked
         if trimmed:  # the oldest bytes were let go, maybe in the middle of a key
             text = text[max(map(len, self._secrets.values()), default=0):]
         return text[-most:]
@@ -81,7 +82,8 @@ class Exchange:
     def ask(self, method, params, timeout, cancel) -> dict:
         """Send a request, then wait for its result; McpError if it is not answered."""
         if cancel is not None and cancel.is_set():  # called off before it went out
-            raise McpError(f"cancelled: {method} was not sent to {self.name}", "cancelled")
+            raise McpError(f"cancelled: {method} was not sent to {self.name}",
+                           "cancelled")
         with self._lock:
             if self.gone:
                 raise McpError(self.gone, "gone")
@@ -99,7 +101,7 @@ class Exchange:
         """Write request `id_` to the server (a tools/call with its _meta)."""
         if method == "tools/call":  # progress, if it tells any, comes under the call's id
             meta = {**params.get("_meta", {}), "progressToken": id_}
-            if (caller := current()) is not None:  # the span this call is made in (SEP-414):
+            if (caller := current()) is not None:  # the span it is made in (SEP-414):
                 meta["traceparent"] = caller      # a traced tool's, the server's parent
             params = {**params, "_meta": meta}
         self._process.put(line({"jsonrpc": "2.0", "id": id_, "method": method,
@@ -135,7 +137,8 @@ class Exchange:
             error = got["error"] if isinstance(got["error"], dict) else {}
             said = error.get("message")
             code = error.get("code") if type(error.get("code")) is int else None
-            words = self.blank(said if isinstance(said, str) else json.dumps(got["error"]))
+            words = self.blank(said if isinstance(said, str)
+                               else json.dumps(got["error"]))
             raise McpError(f"{self.name} refused {method}: {quote(words, 500)} "
                            f"(JSON-RPC error {code})", "error", code, error.get("data"))
         if not isinstance(got.get("result"), dict):

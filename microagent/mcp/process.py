@@ -42,7 +42,8 @@ class Process:
             stderr=subprocess.PIPE, env=environment(env), cwd=cwd,
             start_new_session=os.name == "posix")  # its children are stopped with it
         self.threads = [threading.Thread(target=work, daemon=True, name=f"mcp {what}")
-                        for work, what in ((self._read, "reader"), (self._drain, "stderr"),
+                        for work, what in ((self._read, "reader"),
+                                           (self._drain, "stderr"),
                                            (self._write, "writer"))]
 
     def start(self, heard, ended) -> None:
@@ -79,11 +80,11 @@ class Process:
         return f"exited with code {code}"
 
     def close(self) -> None:
-        """Close its stdin, then stop it and its process group (stop); its pipes closed."""
+        """Close its stdin, then stop it and its process group; its pipes closed."""
         self._outbox.put(None)  # the writer closes stdin once what it holds is sent
         self.stop()
         # with the group gone its pipes are at their end, and the threads with them; a
-        # process that left the group (setsid) may still hold them: GRACE s in all, then on
+        # process that left the group (setsid) may still hold them: GRACE s, then on
         deadline = time.monotonic() + GRACE
         for thread in self.threads:
             thread.join(max(0.0, deadline - time.monotonic()))
