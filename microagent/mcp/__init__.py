@@ -18,4 +18,5 @@ from microagent.mcp.server import serve
 from microagent.mcp.tools import MAX_RESULT, checkable
 
 # Server: Connection's name until this release, kept for one more
-__all__ = ["connect", "Connection", "Server", "McpError", "MAX_RESULT", "checkable", "serve"]
+__all__ = ["connect", "Connection", "Server", "McpError", "MAX_RESULT", "checkable",
+           "serve"]
