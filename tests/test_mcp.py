@@ -32,9 +32,9 @@ import mcp_peers
 from printed import check_blocks, python_blocks
 from microagent import CANCELLED, DONE, Action, Agent, Tool, final_answer, scripted, story
 from microagent.demo import QUESTION, support_agent
-from microagent.mcp import McpError, checkable, client, connect, serve
+from microagent.mcp import Connection, McpError, Server, checkable, connect, process, serve
 from microagent.mcp.__main__ import main
-from microagent.mcp.client import cut, local_name, reads_as, said
+from microagent.mcp.tools import MAX_RESULT, cut, local_name, reads_as, said
 from microagent.mcp.wire import MAX_LINE
 from microagent.spans import current, parse, traced, traceparent, tracing
 
@@ -69,7 +69,7 @@ def clock():
 @pytest.fixture
 def quick_stop(monkeypatch):
     """Servers that ignore their stdin's end are stopped after 0.2 s, not 2 s."""
-    monkeypatch.setattr(client, "GRACE", 0.2)
+    monkeypatch.setattr(process, "GRACE", 0.2)
 
 
 def wait_until(condition, seconds=5.0):
@@ -93,6 +93,10 @@ def progress(server, token):
 
 
 # -- mcp-server-time: the 2026-07-28 protocol, no handshake -----------------------------
+
+def test_connect_gives_a_connection_and_server_is_its_old_name_kept_for_one_release(clock):
+    assert type(clock) is Connection and Server is Connection
+
 
 def test_the_time_server_speaks_2026_and_its_tools_are_tools_whose_schema_is_its_input_schema(clock):
     assert clock.protocol == "2026-07-28" and clock.info["name"] == "mcp-time"
@@ -203,7 +207,7 @@ def test_a_value_given_with_env_is_blanked_from_all_the_server_says_before_anyth
 
 
 def test_a_key_cut_in_two_where_the_kept_tail_of_stderr_begins_is_not_shown(monkeypatch):
-    monkeypatch.setattr(client, "TAIL", 130)  # the last 130 bytes: the key's last 22, then 108 more
+    monkeypatch.setattr(process, "TAIL", 130)  # the last 130 bytes: the key's last 22, then 108 more
     with connect([*FAKES, "leaky"], name="leaky", env={"SECRET_KEY": KEY}) as server:
         wait_until(lambda: "ready" in server.stderr())
         assert not leaks(server.stderr(200)) and server.stderr(200).endswith("..... ready\n")
@@ -260,7 +264,7 @@ def test_a_server_that_floods_its_stderr_is_drained_and_still_answers(everything
     with connect(flood, name="flood", timeout=10) as server:
         assert server.call("get-sum", {"a": 2, "b": 3}) == "The sum of 2 and 3 is 5."
         wait_until(lambda: "Starting default (STDIO) server..." in server.stderr())
-        assert len(server._tail) <= client.TAIL
+        assert len(server._process._tail) <= process.TAIL
 
 
 def test_a_server_killed_mid_call_gives_a_note_that_names_it_and_quotes_its_last_words(everything_command):
@@ -283,13 +287,13 @@ def test_a_server_killed_mid_call_gives_a_note_that_names_it_and_quotes_its_last
 def test_a_server_stops_when_its_stdin_closes_and_one_that_wont_is_killed(everything_command, monkeypatch):
     with connect(everything_command) as server:
         pass
-    assert server._proc.returncode == 0  # server-everything goes when its stdin closes (in 0.4 s)
-    monkeypatch.setattr(client, "GRACE", 0.2)
+    assert server._process.proc.returncode == 0  # server-everything goes when its stdin closes (in 0.4 s)
+    monkeypatch.setattr(process, "GRACE", 0.2)
     server = connect([*FAKES, "stubborn"], name="stubborn")
     assert [t.name for t in server.tools()] == ["wait"]
     started = time.monotonic()
     server.close()
-    assert server._proc.returncode == -signal.SIGKILL and time.monotonic() - started < 1.5
+    assert server._process.proc.returncode == -signal.SIGKILL and time.monotonic() - started < 1.5
     assert server.call("wait", {}).content == ("error: the connection to the MCP server stubborn was closed; "
                                                "connect again to use it")
 
@@ -303,9 +307,9 @@ def test_close_stops_what_the_server_started_though_the_server_itself_goes_when_
     child = int(server.call("spawn", {}))  # it holds the server's stdout and stderr, and outlives it
     assert running(child)
     server.close()
-    assert server._proc.returncode == 0  # the server went when its stdin ended...
+    assert server._process.proc.returncode == 0  # the server went when its stdin ended...
     assert not running(child)  # ...and its child, in its process group, was stopped with it
-    assert not any(thread.is_alive() for thread in server._threads)  # so its pipes ended, and our readers
+    assert not any(thread.is_alive() for thread in server._process.threads)  # so its pipes ended, and our readers
 
 
 @needs_proc
@@ -531,7 +535,7 @@ def test_a_tool_that_prints_cannot_break_the_stream_and_a_called_off_call_gets_n
         assert server.call("slow", {"seconds": 0}) == "slept 0"
         server.call("slow", {"seconds": 30}, timeout=0.1)  # still asleep when stdin closes...
         started = time.monotonic()
-    assert server._proc.returncode == 0 and time.monotonic() - started < 1.8  # ...yet it exits, after LINGER
+    assert server._process.proc.returncode == 0 and time.monotonic() - started < 1.8  # ...yet it exits, after LINGER
 
 
 def test_a_tool_reads_nothing_of_the_mcp_stream_and_one_that_raises_system_exit_is_an_error_not_a_dead_worker():
@@ -723,4 +727,4 @@ def test_the_mcp_readme_runs_as_printed():
 
 def test_the_limits_are_what_the_readme_says():
     readme = (TESTS.parent / "microagent" / "mcp" / "README.md").read_text()
-    assert f"{client.MAX_RESULT:,} characters" in readme and f"{MAX_LINE >> 20} MiB" in readme
+    assert f"{MAX_RESULT:,} characters" in readme and f"{MAX_LINE >> 20} MiB" in readme
