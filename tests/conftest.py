@@ -36,12 +36,17 @@ def stand_in():
 # database for each test that asks. Without PostgreSQL's binaries (or psycopg) its tests
 # skip and say why; .ci/run sets MICROAGENT_POSTGRES=required, and then they fail instead.
 
-@pytest.fixture(scope="session")
-def postgres_cluster():
+def new_cluster():
+    """A new throwaway PostgreSQL server, or the test skips (fails, if it is required) and says why."""
     reason = postgres_cluster_module.why_not()
     if reason:
         (pytest.fail if os.environ.get("MICROAGENT_POSTGRES") == "required" else pytest.skip)(reason)
-    cluster = postgres_cluster_module.Cluster()
+    return postgres_cluster_module.Cluster()
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster():
+    cluster = new_cluster()
     yield cluster
     cluster.stop()
 

@@ -18,6 +18,7 @@ import time
 
 import pytest
 
+from conftest import new_cluster
 from host_offices import request
 from microagent.transport.stand_in import reply, serve
 from microagent import Context, from_json
@@ -463,12 +464,7 @@ def test_a_refund_booked_as_the_database_connection_drops_is_never_told_failed_a
 @pytest.fixture
 def own_cluster():
     """A PostgreSQL server of this test's own, which it may halt and start again."""
-    import postgres_cluster
-
-    reason = postgres_cluster.why_not()
-    if reason:
-        (pytest.fail if os.environ.get("MICROAGENT_POSTGRES") == "required" else pytest.skip)(reason)
-    cluster = postgres_cluster.Cluster()
+    cluster = new_cluster()
     yield cluster
     cluster.stop()
 

@@ -28,7 +28,7 @@ from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode
 from opentelemetry.trace import TraceFlags
 
-from microagent.otel.export import outermost, to_stderr
+from microagent.otel.export import keep, to_stderr
 from microagent.otel.otlp import SCOPE
 from microagent.spans import Parent, Span, traceparent
 
@@ -59,12 +59,7 @@ class Relay:
 
     def __call__(self, span: Span) -> None:
         """Keep a finished span; relay all kept once the span the others sit in has ended."""
-        if not isinstance(span, Span):
-            raise TypeError(f"a Relay records Spans, not {type(span).__name__}")
-        with self.lock:
-            self.kept.append(span)
-        if outermost(span):
-            self.flush()
+        keep(self, span)
 
     def flush(self) -> None:
         """Start and end each kept span through the tracer; a failure goes to report."""

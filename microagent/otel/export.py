@@ -63,12 +63,7 @@ class Exporter:
 
     def __call__(self, span: Span) -> None:
         """Keep a finished span; flush once the span the others sit in has ended."""
-        if not isinstance(span, Span):
-            raise TypeError(f"an Exporter records Spans, not {type(span).__name__}")
-        with self.lock:
-            self.kept.append(span)
-        if outermost(span):
-            self.flush()
+        keep(self, span)
 
     def flush(self) -> None:
         """Write what is kept: one line in the file, one POST to the collector."""
@@ -141,6 +136,17 @@ class Exporter:
             said = " ".join(said.decode("utf-8", "replace").split())[:SAID]
             self.report(f"{self.url} refused {count} spans: HTTP {status}"
                         + (f" ({said})" if said else ""))
+
+
+def keep(record, span: Span) -> None:
+    """Keep a finished span in `record` (an Exporter, a Relay); flush all it keeps once
+    the span the others sit in has ended."""
+    if not isinstance(span, Span):
+        raise TypeError(f"{type(record).__name__} records Spans, not {type(span).__name__}")
+    with record.lock:
+        record.kept.append(span)
+    if outermost(span):
+        record.flush()
 
 
 def outermost(span: Span) -> bool:
