@@ -158,7 +158,7 @@ def traceparent(span: Span | Parent) -> str:
 
 
 def current() -> str | None:
-    """The traceparent for a call made from here (the open span); None: no span is open."""
+    """The traceparent for a call made from here (the open span); None if none is open."""
     here = _OPEN.get()
     return None if here is None or here.span_id is None else traceparent(here)
 

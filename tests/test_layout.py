@@ -178,12 +178,7 @@ def test_the_course_clock_counts_words_code_and_output_up_to_the_exercises(tmp_p
 
 
 def test_no_line_of_the_book_is_over_90_columns():
-    # spans.py is left out while its one line of 91 columns waits for the helper who
-    # owns it (issue 28); take it out of this set once it fits
-    waiting = {"spans"}
     for name in BOOK:
-        if name in waiting:
-            continue
         lines = (PACKAGE / f"{name}.py").read_text().splitlines()
         long = [n for n, line in enumerate(lines, 1) if len(line) > 90]
         assert not long, f"microagent/{name}.py has lines over 90 columns: {long}"
