@@ -14,11 +14,12 @@ a cancel is heard by the outer run between its turns, never inside an inner run.
 """
 
 import contextvars
+import dataclasses
 import threading
 
 from microagent.agent import DONE, OUT_OF_STEPS, Agent
 from microagent.message import TOOL, Message
-from microagent.tool import Tool, said_by
+from microagent.tool import Tool, error_note, said_by
 
 # how many agents deep the current call is; a new thread starts at 0
 _depth = contextvars.ContextVar("microagent delegation depth", default=0)
@@ -94,4 +95,4 @@ def agent_tool(agent: Agent, name: str | None = None, description: str | None = 
 
 def _failed(name, problem, ctx=()):
     """An error note from the tool `name`, keeping the inner run's notes, if any."""
-    return Message(TOOL, "error: " + problem, name, notes=tuple(ctx), error=True)
+    return dataclasses.replace(error_note(name, problem), notes=tuple(ctx))

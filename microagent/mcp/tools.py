@@ -14,9 +14,9 @@ import json
 import re
 import unicodedata
 
-from microagent.message import TOOL, Message
+from microagent.message import Message
 from microagent.mcp.wire import quote
-from microagent.tool import Tool, final_answer
+from microagent.tool import Tool, error_note, final_answer
 
 MAX_RESULT = 40_000  # characters of a result the brain reads (about 10,000 tokens)
 NAME_LIMIT = 64  # characters of a tool's name the chat APIs take
@@ -185,7 +185,7 @@ def checkable(schema, depth: int = 0):
 
 def failed(problem: str) -> Message:
     """An error note saying `problem` (once "error: ", however it came)."""
-    return Message(TOOL, "error: " + problem.removeprefix("error: "), error=True)
+    return error_note(None, problem.removeprefix("error: "))
 
 
 def blanked(value, secrets: dict[str, str]):
