@@ -166,17 +166,19 @@ def at_once_action(message: dict, tools, name: str = "at_once") -> Action:
     {'tool': 'stock', 'args': {'item': 'a'}}
     {'tool': 'stock', 'args': '{"item": "b", "item": 1}'}
     """
-    calls = message.get("tool_calls") or []
-    if len(calls) < 2 or name not in tools:
-        return to_action(message, tools)
+    first = to_action(message, tools)  # the first call, and the words beside it
+    calls = message.get("tool_calls") if isinstance(message, dict) else None
+    if first.tool is None or name not in tools or not isinstance(calls, list) \
+            or len(calls) < 2:
+        return first
     made = []
-    for c in calls:
-        fn = c.get("function") or {}
-        args = fn.get("arguments") or "{}"
+    for call in calls:
+        move = to_action({"tool_calls": [call]}, tools)  # each read as chat reads one
+        if move.tool is None:  # a call that can't be read: no move, saying why
+            return move
         try:  # read strictly, as the loop reads them; else the text, for run to refuse
-            args = read_json(args) if isinstance(args, str) else args
+            args = read_json(move.args)
         except ValueError:
-            pass
-        made.append({"tool": fn.get("name"), "args": args})
-    said = message.get("content")
-    return Action(name, {"calls": made}, said.strip() if isinstance(said, str) else "")
+            args = move.args
+        made.append({"tool": move.tool, "args": args})
+    return Action(name, {"calls": made}, first.reasoning)

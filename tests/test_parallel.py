@@ -472,6 +472,16 @@ def test_broken_arguments_in_one_call_of_a_reply_are_that_calls_error_and_the_ot
         'stock: error: bad arguments for stock: "item" is given twice: say each once']
 
 
+def test_a_reply_of_several_calls_one_of_them_unreadable_is_no_move_saying_why():
+    tools = {"stock": stock, "at_once": at_once([stock])}
+    broken = reply(("stock", '{"item": "a"}'), ("stock", '{"item": "b"}'))
+    broken["tool_calls"][1] = None  # a server's reader let a null through
+    action = at_once_action(broken, tools)
+    assert action == Action(None, reasoning="your tool call could not be read (it was "
+                                            "null): call one of stock, at_once by its name")
+    assert at_once_action("not a message", tools).tool is None
+
+
 # --- the order of the results -----------------------------------------------------------
 
 @settings(max_examples=15, deadline=None)
