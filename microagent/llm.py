@@ -138,9 +138,7 @@ def chat_policy(model: str, base_url: str = LOCAL, *, api_key: str | None = None
     The key goes only in the Authorization header to base_url (never to a proxy or a
     redirect), and is blanked out of a server's words that an error quotes.
     """
-    _check(model, base_url, api_key, system, native, stream, request)
-    url = endpoint(base_url, "/chat/completions", "base_url is the server's address",
-                   LOCAL)
+    url = _check(model, base_url, api_key, system, native, stream, request)
     headers = {"Content-Type": "application/json"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
@@ -193,11 +191,13 @@ def endpoint(url: str, path: str, said: str, like: str) -> str:
     return urllib.parse.urlunsplit((parts.scheme, parts.netloc, mine, parts.query, ""))
 
 
-def _check(model, base_url, api_key, system, native, stream, request) -> None:
-    """Settings that can't work are a ValueError now, not a puzzle at the first call."""
+def _check(model, base_url, api_key, system, native, stream, request) -> str:
+    """Settings that can't work are a ValueError now, not a puzzle at the first call;
+    the address to POST to."""
     if not (isinstance(model, str) and model):
         raise ValueError(f"model is the model's name on the server, not {model!r}")
-    endpoint(base_url, "/chat/completions", "base_url is the server's address", LOCAL)
+    url = endpoint(base_url, "/chat/completions", "base_url is the server's address",
+                   LOCAL)
     if not (api_key is None or isinstance(api_key, str) and api_key.isascii()
             and api_key.isprintable() and " " not in api_key):
         # never echo the key: http.client's own error would print it whole
@@ -216,6 +216,7 @@ def _check(model, base_url, api_key, system, native, stream, request) -> None:
         json.dumps(first, allow_nan=False)
     except (TypeError, ValueError) as e:
         raise ValueError(f"request fields must be plain JSON values ({e})") from None
+    return url
 
 
 def _read(replies, url: str, on_text, key: str | None):
