@@ -19,6 +19,7 @@ from microagent.approval import approve, deny, waiting
 from microagent.context import Context
 from microagent.tool import said_by
 
+
 @dataclass(frozen=True)
 class Case:
     """A question, and what a good run shows: in its answer and in its working."""
@@ -76,9 +77,9 @@ def grade(case: Case, agent: Agent, ctx: Context) -> tuple[str, ...]:
     >>> grade(Case("Refund A1234?", says=("$79",), calls=("issue_refund",)), agent, ctx)
     ('issue_refund was never called',)
     """
-    problems = []
-    if agent.why_stop(ctx) != DONE:
-        problems.append(f"it gave no answer ({agent.why_stop(ctx) or 'still going'})")
+    problems, stop = [], agent.why_stop(ctx)
+    if stop != DONE:
+        problems.append(f"it gave no answer ({stop or 'still going'})")
     else:
         answer = ctx.last().content
         problems += [f"the answer does not say {w!r}" for w in case.says
