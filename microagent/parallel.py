@@ -1,10 +1,11 @@
 """Doing things at the same time, while the loop stays one loop that calls a tool a turn.
 
-    async_tool(fn)          an `async def` as a Tool: its coroutine run to its end
+    async_tool(fn)            an `async def` as a Tool: its coroutine run to its end
     async_steps(agent, task)  agent.steps for `async for`, a turn per worker thread
-    at_once(tools)          a Tool whose arguments are several calls, run in threads
-    left_first(policy)      a brain that first makes the calls at_once left for a human
-    at_once_action(reply)   a model's reply of several tool calls as one call to at_once
+    at_once(tools)            a Tool whose arguments are several calls, run in threads
+    left_calls(ctx)           the calls at_once left for a human, not yet made
+    left_first(policy)        a brain that first makes those calls, then asks policy
+    at_once_action(reply)     a model's reply of several tool calls as one call to at_once
 
 Three calls that wait 0.3 s each take 0.31 s at once, 0.90 s one after another (2.9
 times faster: benchmarks/parallel_calls.py). What it leaves out: a cancel stops calls
@@ -134,11 +135,11 @@ def left_calls(ctx, name: str = "at_once") -> list[Action]:
     for i in range(len(ctx) - 1, -1, -1):
         if ctx[i].kind == "result" and ctx[i].name == name:
             inner = ctx[i].notes
-            waiting = [Action(d.tool, d.args, f"{name} left this call for a human")
-                       for j, d in enumerate(inner) if d.kind == "decision"
-                       and (j + 1 == len(inner) or inner[j + 1].kind != "result")]
+            left = [Action(d.tool, d.args, f"{name} left this call for a human")
+                    for j, d in enumerate(inner) if d.kind == "decision"
+                    and (j + 1 == len(inner) or inner[j + 1].kind != "result")]
             made = sum(n.kind in ("decision", "no_move") for n in ctx[i + 1:])
-            return waiting[made:]
+            return left[made:]
     return []
 
 
@@ -149,8 +150,8 @@ def left_first(policy, name: str = "at_once"):
                         "-> Action")
 
     def policy_after(ctx, tools) -> Action:
-        waiting = left_calls(ctx, name)
-        return waiting[0] if waiting else policy(ctx, tools)
+        left = left_calls(ctx, name)
+        return left[0] if left else policy(ctx, tools)
     return policy_after
 
 
