@@ -203,7 +203,7 @@ def _text(text: str, fit: float | None = None) -> str:
     """Text made safe for SVG; cut to `fit` characters on one line, if given.
 
     Escaped, so it stays text, never markup; a mark that would reorder it (U+202E)
-    shows as its escape.
+    or that prints as nothing (U+200B) shows as its escape.
 
     >>> _text('<img src=x onerror="alert(1)">', fit=12)
     '&lt;img src=x…'
