@@ -174,7 +174,7 @@ def forward(net: Net, x: list[float]) -> tuple[list[float], list[float]]:
 
 def loss(net: Net, data: list[tuple[list[str], str]]) -> float:
     """How surprised the network is by the teacher's moves, on average (0: not a bit)."""
-    if not data:  # (train's first pass ends here too)
+    if not data:  # (train given no pairs stops here, at the end of its first pass)
         raise ValueError("no pairs to learn from or to score: pairs(notebook) gives some")
     # the probability it gives the teacher's tool, pair by pair (it may round to 0.0)
     p = [forward(net, encode(net, on))[1][net.outputs.index(tool)] for on, tool in data]
