@@ -252,7 +252,8 @@ def to_action(message: dict, tools: Mapping[str, Tool], native: bool = True) -> 
     calls at once, the first is made and the others are dropped. The model reads what
     its first call returned and asks again for what it still needs. (Keeping the
     others for later would be state outside the notebook, lost when a run pauses or
-    is saved in between.)
+    is saved in between.) To make them all in one move, see
+    microagent.parallel.at_once_action.
 
     Words sent as parts ([{"type": "text", "text": ...}, ...]) are joined; a part that
     is not text (an image, audio) is not read. A reply of any other shape is no move,
