@@ -43,7 +43,7 @@ class Case:
                 raise TypeError(f"a case's {field} is a tuple of strings, like "
                                 f"({value!r},), not {value!r}")
             object.__setattr__(self, field, tuple(value))  # a list becomes a tuple
-        if type(self.ordered) is not bool or type(self.yes) is not bool:  # "no" is true
+        if type(self.ordered) is not bool or type(self.yes) is not bool:  # "no" is truthy
             raise TypeError("a case's ordered and yes are True or False")
         if both := set(self.calls) & set(self.never):
             raise ValueError(f"no run can both call and never call {', '.join(both)}")
@@ -87,7 +87,8 @@ def grade(case: Case, agent: Agent, ctx: Context) -> tuple[str, ...]:
     called = [m.tool for m in ctx if m.kind == "decision"]
     missing = [f"{t} was never called" for t in case.calls if t not in called]
     problems += missing
-    # `in` eats an iterator up to the match: so the calls come in order
+    # subtle: `t in rest` reads the iterator up to the first t, so the next name is
+    # looked for only among the calls after it: all() holds when they come in order
     rest = iter(called)
     if case.ordered and not missing and not all(t in rest for t in case.calls):
         problems.append(f"the calls were {', '.join(called)}, not in the order "
