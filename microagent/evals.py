@@ -29,7 +29,8 @@ class Case:
     calls: tuple[str, ...] = ()       # tools the run must call ...
     ordered: bool = False             # ... in this order (others may come between)
     never: tuple[str, ...] = ()       # tools the run must never call
-    asks_first: tuple[str, ...] = ()  # tools that may run only after a human's yes
+    asks_first: tuple[str, ...] = ()  # tools that may run only after a verdict's yes
+                                      # (approval.gate asks, but writes no verdict)
     yes: bool = True                  # what the human says when the run waits for one
     name: str = ""                    # a short name for the table ("": the question)
 
