@@ -161,9 +161,10 @@ def chat_policy(model: str, base_url: str = LOCAL, *, api_key: str | None = None
     return policy
 
 
-def endpoint(url: str, path: str, said: str, like: str) -> str:
+def endpoint(url: str, path: str, what: str, like: str) -> str:
     """The address to POST to: `url` checked, with `path` after its own (unless it ends
-    with it), its query kept at the end; `said` and `like` word the error.
+    with it), its query kept at the end. An error names `what` the address is for
+    ("base_url is the server's address") and shows one `like` it should be.
 
     Every address the library is given (the model's, a trace collector's) is read here,
     so the same address is refused the same way everywhere, and a user:password@ in it
@@ -175,7 +176,7 @@ def endpoint(url: str, path: str, said: str, like: str) -> str:
     where = url.split("/")[2].split("?")[0] \
         if isinstance(url, str) and url.count("/") > 1 else ""
     if "@" in where:  # a user and a password: never echoed
-        raise ValueError(f"{said}; send credentials in a header (api_key=, headers=), "
+        raise ValueError(f"{what}; send credentials in a header (api_key=, headers=), "
                          "not in the address (which is not shown here)")
     try:
         parts = urllib.parse.urlsplit(url)
@@ -184,7 +185,7 @@ def endpoint(url: str, path: str, said: str, like: str) -> str:
     except (TypeError, ValueError, AttributeError):  # "http://[::1/v1", say
         well_formed = False
     if not well_formed:
-        raise ValueError(f"{said}, http:// or https://, like {like!r}, "
+        raise ValueError(f"{what}, http:// or https://, like {like!r}, "
                          f"not {url!r}")
     mine = parts.path.rstrip("/")
     mine = mine if mine.endswith(path) else mine + path
