@@ -239,7 +239,7 @@ def test_python_dash_m_microagent_host_and_the_example_client_run_a_whole_refund
             "alice asks: Can I get a refund for order A1234? It arrived broken.",
             "  look_up_order -> A1234, Wireless Headphones, $79, delivered, reported defective",
             "  check_policy -> eligible, within the 30 day window and reported defective",
-            '  waiting for a reviewer: issue_refund {"order_id": "A1234", "amount": 79}',
+            '  waiting for an approver: issue_refund {"order_id": "A1234", "amount": 79}',
             'bob\'s queue: issue_refund {"order_id": "A1234", "amount": 79}, asked by alice',
             "bob approves:",
             "  issue_refund -> $70 refunded to the original card (receipt R1)",
