@@ -22,7 +22,7 @@ from conftest import new_cluster
 from host_offices import request
 from microagent.transport.stand_in import reply, serve
 from microagent import Context, from_json
-from microagent.host.store import connect, shown
+from microagent.host.store import open_db, shown
 from microagent.invariants import check
 
 TESTS = pathlib.Path(__file__).resolve().parent
@@ -68,7 +68,7 @@ class Servers:
             time.sleep(0.02)
 
     def refunds(self) -> list[tuple]:
-        db = connect(self.db if "://" in self.db else str(self.dir / self.db))
+        db = open_db(self.db if "://" in self.db else str(self.dir / self.db))
         try:
             return db.run("SELECT call, order_id, amount FROM refunds ORDER BY n")[0]
         finally:
