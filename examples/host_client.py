@@ -6,7 +6,7 @@
     python examples/host_client.py --amount 70      # bob approves, with edited arguments
 
 Alice creates a session, asks for a refund and prints each server-sent event as
-it arrives; her stream ends with the refund waiting for a reviewer. Bob, who
+it arrives; her stream ends with the refund waiting for an approver. Bob, who
 approves, reads his queue: the decisions waiting for him, each with a signed
 token made out to him. He sends his verdict with it, and his stream prints the
 rest of the run. The bearer tokens are read from the users file the server

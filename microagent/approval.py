@@ -12,10 +12,11 @@ Save the notebook, let a human decide in another process days later, then:
     ctx = deny(ctx, refund, "send the item back first", by="bob")  # or it doesn't
     ctx = agent.run(ctx)                                       # the run goes on
 
-A verdict is a user note on the waiting call: `name` says who ruled, `tool`
-which call, `args` the arguments approved (None: a no, and the content is the
-reason). The tool runs with exactly what was approved, and the notebook keeps
-both what the brain asked for (the decision) and what the human approved.
+A verdict is a user note on the waiting call: `name` names the approver (the
+`by` of approve and deny), `tool` which call, `args` the arguments approved
+(None: a no, and the content is the reason). The tool runs with exactly what
+was approved, and the notebook keeps both what the brain asked for (the
+decision) and what the approver approved.
 
 Each of approve and deny is two steps: `verdict` writes the human's note, and
 `settle` carries it out (runs the tool, or writes the no where its result goes).
@@ -84,8 +85,9 @@ def verdict(ctx: Context, tool: Tool, approved: bool, *, by: str = "a human",
             args: dict | None = None, reason: str = "") -> Context:
     """The notebook with a human's verdict on the waiting decision; nothing runs yet.
 
-    A yes approves the call as the brain asked it, or with edited `args`; a no
-    says why in `reason`, for the brain to read. `settle` carries it out.
+    `by` names the approver. A yes approves the call as the brain asked it, or with
+    edited `args`; a no says why in `reason`, for the brain to read. `settle` carries
+    it out.
     """
     if not isinstance(tool, Tool):
         raise TypeError(f"the tool is the Tool the run waits on, not {tool!r}")

@@ -18,10 +18,7 @@ import typing
 from collections.abc import Callable
 from typing import Literal
 
-from microagent.tool import Tool
-
-JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean",
-              dict: "object", list: "array"}
+from microagent.tool import JSON_TYPES, Tool
 
 
 def as_tool(fn=None, *, name=None, description=None, terminal=False,

@@ -120,7 +120,7 @@ def tracing(header: str | None = None):
     """A block whose runs are spans of one trace: children of the caller's span if
     `header` (its W3C traceparent) is well formed; else of the span open here; else
     the start of a new trace."""
-    above = None if header is None else parse(header)
+    above = None if header is None else parse_traceparent(header)
     with _block(above or _OPEN.get() or Parent(_new_id(16), None)):
         yield
 
@@ -168,12 +168,13 @@ _HEADER = re.compile(r"[ \t]*([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-
                      r"(-[^\n]*)?[ \t]*\n?")
 
 
-def parse(header: str) -> Parent | None:
+def parse_traceparent(header: str) -> Parent | None:
     """The caller's span in a W3C traceparent header; None if it is not well formed.
 
-    >>> parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01").span_id
+    >>> header = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    >>> parse_traceparent(header).span_id
     '00f067aa0ba902b7'
-    >>> parse("00-4BF92F3577B34DA6A3CE929D0E0E4736-00F067AA0BA902B7-01") is None
+    >>> parse_traceparent(header.upper()) is None  # the hex digits are lowercase
     True
     """
     # 512 characters at most, a line break only at the very end (as OpenTelemetry reads)

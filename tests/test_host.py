@@ -80,7 +80,7 @@ class Host:
         return self.call(user, "POST", f"/sessions/{sid}/messages", {"text": text})
 
     def paused(self, user="alice", approver="bob") -> tuple[str, str]:
-        """A new session whose refund waits for a reviewer: (its id, the approver's token)."""
+        """A new session whose refund waits for an approver: (its id, the approver's token)."""
         sid = self.new(user)
         status, _, stream = self.ask(sid, user=user)
         assert status == 200 and stream[-1][0] == "approval_required"
@@ -135,9 +135,9 @@ def test_a_whole_session_create_ask_stream_approve_stream(host):
     assert status == 200 and response.getheader("Content-Type") == "text/event-stream"
     assert names(stream) == ["result:look_up_order", "result:check_policy", "approval_required"]
     assert stream[0][1]["content"] == "A1234, Wireless Headphones, $79, delivered, reported defective"
-    # alice asks, so the refund waits for a reviewer: her stream carries no token
+    # alice asks, so the refund waits for an approver: her stream carries no token
     assert stream[-1][1] == {"tool": "issue_refund", "args": {"order_id": "A1234", "amount": 79}, "call": 5,
-                             "waits_for": "a reviewer"}
+                             "waits_for": "an approver"}
     # what waits is in the notebook, and GET says so
     status, _, shown = h.call("alice", "GET", f"/sessions/{sid}")
     assert shown["pending"] == {"tool": "issue_refund", "args": {"order_id": "A1234", "amount": 79}, "call": 5}
@@ -233,7 +233,7 @@ def test_resume_asks_again_and_the_old_token_stops_working(host):
     h = host()
     sid, old = h.paused()
     status, _, stream = h.call("alice", "POST", f"/sessions/{sid}/resume", {})
-    assert names(stream) == ["approval_required"] and stream[0][1]["waits_for"] == "a reviewer"
+    assert names(stream) == ["approval_required"] and stream[0][1]["waits_for"] == "an approver"
     new = h.token(sid)
     status, _, answer = h.verdict(sid, old)
     assert status == 403 and "newer token replaced it" in answer["error"]
@@ -806,7 +806,7 @@ def test_a_verdict_saved_but_not_carried_out_is_carried_out_by_resume_and_paid_o
     assert ("alice", sid, "tool call", "issue_refund (call 5)") in h.trail()
 
 
-def test_only_the_reviewer_whose_verdict_waits_may_resume_not_one_who_ruled_earlier_in_the_session(host):
+def test_only_the_approver_whose_verdict_waits_may_resume_not_one_who_ruled_earlier_in_the_session(host):
     h = host()
     sid, token = h.paused()
     assert h.verdict(sid, token)[2][-1][0] == "done"  # bob approved the first refund
@@ -921,13 +921,13 @@ def test_whatever_a_client_sends_it_gets_a_json_refusal_and_nothing_changes(wait
 
 
 # ----------------------------------------------------------------------------
-# who may approve: roles, the approver's queue, and a reviewer who is not the asker
+# who may approve: roles, the approver's queue, and an approver who is not the asker
 
 def test_nobody_approves_their_own_request_unless_the_host_is_started_to_allow_it(host):
     h = host()
     sid = h.new("carol")  # carol asks and approves, but not her own request
     status, _, stream = h.ask(sid, user="carol")
-    assert stream[-1][1]["waits_for"] == "a reviewer" and "approval_token" not in stream[-1][1]
+    assert stream[-1][1]["waits_for"] == "an approver" and "approval_token" not in stream[-1][1]
     assert h.queue("carol") == [] and [asked["session"] for asked in h.queue("bob")] == [sid]
     # even a token the server signed for her own request is refused
     bobs = claims_of(h.token(sid))
@@ -1046,7 +1046,7 @@ def test_a_request_cut_off_mid_headers_by_the_deadline_is_never_carried_out(host
     assert [row for row in h.trail() if row[2] == "created"] == []  # no session was made from half a request
     sid, token = h.paused()
     trickle_until_cut(h.port, f"POST /sessions/{sid}/resume HTTP/1.1\r\nHost: x\r\n".encode() + auth)
-    # the half resume took no lease and no token: the reviewer's approval goes through at once
+    # the half resume took no lease and no token: the approver's yes goes through at once
     assert h.verdict(sid, token)[2][-1] == ("done", {"answer": ANSWER})
 
 

@@ -22,7 +22,7 @@ from conftest import new_cluster
 from host_offices import request
 from microagent.transport.stand_in import reply, serve
 from microagent import Context, from_json
-from microagent.host.store import connect, shown
+from microagent.host.store import open_db, shown
 from microagent.invariants import check
 
 TESTS = pathlib.Path(__file__).resolve().parent
@@ -68,7 +68,7 @@ class Servers:
             time.sleep(0.02)
 
     def refunds(self) -> list[tuple]:
-        db = connect(self.db if "://" in self.db else str(self.dir / self.db))
+        db = open_db(self.db if "://" in self.db else str(self.dir / self.db))
         try:
             return db.run("SELECT call, order_id, amount FROM refunds ORDER BY n")[0]
         finally:
@@ -239,7 +239,7 @@ def test_python_dash_m_microagent_host_and_the_example_client_run_a_whole_refund
             "alice asks: Can I get a refund for order A1234? It arrived broken.",
             "  look_up_order -> A1234, Wireless Headphones, $79, delivered, reported defective",
             "  check_policy -> eligible, within the 30 day window and reported defective",
-            '  waiting for a reviewer: issue_refund {"order_id": "A1234", "amount": 79}',
+            '  waiting for an approver: issue_refund {"order_id": "A1234", "amount": 79}',
             'bob\'s queue: issue_refund {"order_id": "A1234", "amount": 79}, asked by alice',
             "bob approves:",
             "  issue_refund -> $70 refunded to the original card (receipt R1)",

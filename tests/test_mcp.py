@@ -36,7 +36,7 @@ from microagent.mcp import Connection, McpError, Server, checkable, connect, pro
 from microagent.mcp.__main__ import main
 from microagent.mcp.tools import MAX_RESULT, cut, local_name, reads_as, said
 from microagent.mcp.wire import MAX_LINE
-from microagent.spans import current, parse, traced, traceparent, tracing
+from microagent.spans import current, parse_traceparent, traced, traceparent, tracing
 
 TESTS = pathlib.Path(__file__).resolve().parent
 ROOT = TESTS.parent  # a server started here imports this folder's microagent
@@ -632,7 +632,7 @@ def test_any_mcp_name_becomes_a_name_chat_apis_and_tool_take_and_reads_like_no_n
        st.booleans())
 def test_any_traceparent_a_call_carries_makes_it_a_child_exactly_when_it_is_well_formed(value, modern):
     span = where_served(*calls_with([{"traceparent": value}], "2026-07-28" if modern else None))[0]
-    caller = parse(value) if isinstance(value, str) else None
+    caller = parse_traceparent(value) if isinstance(value, str) else None
     assert span.parent_id == (caller and caller.span_id) and (caller is None or span.trace_id == caller.trace_id)
 
 # -- trace context: a span carried in params._meta.traceparent (SEP-414) ---------------------
@@ -677,7 +677,7 @@ def where_served(*lines: bytes):
     answers = [a for a in served(*opening, *lines, tools=[where]) if a["id"] != "open"]
     assert len(answers) == len(lines) == len(written) and all(a["result"]["isError"] is False for a in answers)
     by_span = {s.span_id: s for s in written}
-    return {a["id"]: by_span[parse(a["result"]["content"][0]["text"]).span_id] for a in answers}
+    return {a["id"]: by_span[parse_traceparent(a["result"]["content"][0]["text"]).span_id] for a in answers}
 
 
 def test_a_call_is_a_child_of_the_span_its_meta_names_and_a_meta_of_any_other_shape_is_ignored():

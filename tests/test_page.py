@@ -183,11 +183,11 @@ def person(browser):
         p.close()
 
 
-def waits_for_a_reviewer(alice, story=ASKED):
+def waits_for_an_approver(alice, story=ASKED):
     expect(alice.page.locator("#waits")).to_be_visible()
     expect(alice.page.locator("#waits-what")).to_have_text('issue_refund {"order_id":"A1234","amount":79}')
     expect(alice.story()).to_have_text(story)
-    expect(alice.status).to_have_text("Your request waits for a reviewer: the verdict shows here when it comes.")
+    expect(alice.status).to_have_text("Your request waits for an approver: the verdict shows here when it comes.")
     expect(alice.page.locator("#approval")).to_be_hidden()
 
 
@@ -263,10 +263,10 @@ def test_a_phone_gets_the_page_at_its_own_width_and_a_link_with_a_query_gets_the
 def test_alice_asks_bob_approves_from_his_queue_and_alice_sees_the_verdict(host, person):
     h = host()
     alice = person(h)
-    expect(alice.page.locator("#me")).to_have_text("You are alice: you ask, and a reviewer approves.")
+    expect(alice.page.locator("#me")).to_have_text("You are alice: you ask, and an approver decides.")
     expect(alice.page.locator("#queue")).to_be_hidden()
     sid = alice.start()
-    waits_for_a_reviewer(alice)
+    waits_for_an_approver(alice)
     bob = person(h, "bob")
     expect(bob.page.locator("#me")).to_have_text("You are bob: you approve others' requests.")
     expect(bob.page.locator("#ask")).to_be_hidden()
@@ -276,7 +276,7 @@ def test_alice_asks_bob_approves_from_his_queue_and_alice_sees_the_verdict(host,
     opens_from_the_queue(bob, sid)  # its story and its picture
     bob.page.wait_for_function("document.getElementById('picture').naturalWidth > 500")
     assert bob.page.evaluate("document.activeElement.id") == "args"  # the keyboard is where the verdict is
-    assert h.refunds() == []  # nothing paid before the reviewer says yes
+    assert h.refunds() == []  # nothing paid before the approver says yes
     bob.page.click("#approve")
     expect(bob.story()).to_have_text(approved(79))
     expect(bob.status).to_have_text(f"bob approved issue_refund. {DONE}")
@@ -335,7 +335,7 @@ def test_a_denial_needs_a_reason_and_enter_in_the_reason_denies(host, person):
     h = host()
     alice = person(h)
     alice.start()
-    waits_for_a_reviewer(alice)
+    waits_for_an_approver(alice)
     bob = person(h, "bob", session=alice.page.evaluate("location.hash").removeprefix("#"))
     offered(bob)
     bob.page.click("text=Deny")  # no reason yet: nothing is sent
@@ -362,11 +362,11 @@ def test_a_reload_shows_what_waits_again_to_each_of_them_and_a_fresh_token_works
     h = host()
     sid = h.asked()
     alice, bob = person(h, session=sid), person(h, "bob", session=sid)
-    waits_for_a_reviewer(alice)
+    waits_for_an_approver(alice)
     offered(bob)
     alice.page.reload()
     bob.page.reload()  # the token comes from his queue again
-    waits_for_a_reviewer(alice)
+    waits_for_an_approver(alice)
     offered(bob)
     bob.page.click("#approve")
     expect(bob.status).to_have_text(f"bob approved issue_refund. {DONE}")
@@ -385,7 +385,7 @@ def test_someone_who_may_not_see_a_session_sees_nothing_and_no_picture_stays_beh
     expect(dan.problem).to_have_text("There is no such session, or it is not yours to open.")
     # alice opens hers, picture and all, then a link to a session that is not there: nothing of hers stays
     alice = person(h, session=sid)
-    waits_for_a_reviewer(alice)
+    waits_for_an_approver(alice)
     expect(alice.page.locator("#picture")).to_be_visible()
     alice.page.goto(h.url + "#no-such-session")
     expect(alice.problem).to_have_text("There is no such session, or it is not yours to open.")

@@ -14,7 +14,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 from microagent import Action, Agent, Message, Tool, agent_tool, approve, as_tool, final_answer, gate, scripted
 from microagent.demo import QUESTION, support_agent
 from microagent.llm import LLMError, chat_policy, post
-from microagent.spans import Parent, Span, current, parse, sending, traced, traceparent, tracing
+from microagent.spans import Parent, Span, current, parse_traceparent, sending, traced, traceparent, tracing
 from microagent.transport import hardened
 from microagent.transport.stand_in import raw, reply, serve
 
@@ -357,7 +357,7 @@ def otel_reads(header: str):
 
 
 def we_read(header: str):
-    parent = parse(header)
+    parent = parse_traceparent(header)
     return None if parent is None else tuple(parent)
 
 
@@ -419,7 +419,7 @@ def test_the_header_we_send_is_the_one_opentelemetry_sends_and_reads_back(trace_
     PROPAGATOR.inject(theirs, otel.set_span_in_context(span))
     ours = traceparent(Parent(f"{trace_id:032x}", f"{span_id:016x}", flags))
     assert ours == theirs["traceparent"]
-    assert parse(ours) == Parent(f"{trace_id:032x}", f"{span_id:016x}", flags)
+    assert parse_traceparent(ours) == Parent(f"{trace_id:032x}", f"{span_id:016x}", flags)
 
 
 # --- the brain's seam: the model server sees each chat span's header; its reply, its tokens --------

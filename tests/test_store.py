@@ -17,7 +17,7 @@ from hypothesis import given, settings, strategies as st
 
 from microagent import Context, Message, to_json
 from microagent.host import ledger_refund
-from microagent.host.store import Store, checked, connect, shown
+from microagent.host.store import Store, checked, open_db, shown
 from microagent.invariants import check
 
 ASK = Message("user", "refund A1234?")
@@ -335,7 +335,7 @@ def test_the_audit_trail_is_append_only_and_holds_any_text(stores, db):
     "notebook TEXT NOT NULL, version INTEGER NOT NULL",  # a notebook a row
     "version INTEGER NOT NULL, length INTEGER NOT NULL"])  # a note a row, no time a session was made
 def test_a_database_made_by_an_older_host_is_refused_with_a_message_that_says_so(db, columns):
-    old = connect(db)
+    old = open_db(db)
     old.run(f"CREATE TABLE sessions (id TEXT PRIMARY KEY, owner TEXT NOT NULL, {columns}, "
             "lease_until REAL NOT NULL DEFAULT 0, jti TEXT)")
     old.close()

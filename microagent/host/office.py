@@ -8,7 +8,7 @@ microagent.llm's brain in it, its words streamed as `thinking` events.
 
 from microagent.agent import Agent
 from microagent.demo import dollars, refund_problem, support_agent, support_policy
-from microagent.host.store import connect
+from microagent.host.store import open_db
 from microagent.host.stream import CALL, Unsettled, thinking
 from microagent.llm import chat_policy
 from microagent.message import Message
@@ -24,7 +24,7 @@ def refund_office(db: str, policy=support_policy) -> Agent:
 
 def ledger_refund(db: str) -> Tool:
     """The refund, written into a ledger in the database, keyed by the tool call."""
-    ledger = connect(db)  # the store's database: a sqlite file, or PostgreSQL
+    ledger = open_db(db)  # the store's database: a sqlite file, or PostgreSQL
     ledger.schema(f"CREATE TABLE IF NOT EXISTS refunds (n {ledger.serial}, "
                   "call TEXT NOT NULL UNIQUE, order_id TEXT, amount DOUBLE PRECISION)")
 

@@ -86,7 +86,7 @@ async function signIn() {  // who the token says we are, and what the page offer
   me = await call("GET", "/me");
   const both = may("asks") && may("approves");
   $("me").textContent = `You are ${me.user}: you ` + (both ? "ask, and approve " + (me.approves_own ? "any request"
-    : "others' requests") : may("asks") ? "ask, and a reviewer approves" : "approve others' requests") + ".";
+    : "others' requests") : may("asks") ? "ask, and an approver decides" : "approve others' requests") + ".";
   $("ask").hidden = $("new").hidden = !may("asks");
   $("queue").hidden = !may("approves");
 }
@@ -200,10 +200,10 @@ function grow() {  // the box as tall as its arguments, so none is below its fol
   $("args").style.height = `${$("args").scrollHeight + 4}px`;
 }
 
-function waits(pending) {  // our request, waiting for a reviewer: the page looks again until the verdict comes
+function waits(pending) {  // our request, waiting for an approver: the page looks again until the verdict comes
   $("waits-what").textContent = plain(`${pending.tool} ${json(pending.args)}`);
   $("waits").hidden = false;
-  tell("Your request waits for a reviewer: the verdict shows here when it comes.");
+  tell("Your request waits for an approver: the verdict shows here when it comes.");
 }
 
 async function stream(route, body, accepted) {  // POST, then show each event of the run as it arrives

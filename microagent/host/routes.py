@@ -111,7 +111,7 @@ def post_resume(h, user: str, sid: str, body: bytes) -> None:
     s = session_to_run(h.server, user, sid)
     last = s.context.last()
     theirs = last is not None and last.kind == "verdict" and last.name == user
-    if s.asker != user and not theirs:  # a reviewer may carry out the verdict they gave
+    if s.asker != user and not theirs:  # an approver may carry out the verdict they gave
         raise Refused(403, "only the person who asked in this session may resume it")
     if not any(m.kind == "question" for m in s.context):
         raise Refused(409, "nothing to resume: send a message first")
@@ -119,7 +119,8 @@ def post_resume(h, user: str, sid: str, body: bytes) -> None:
 
 
 def post_verdict(h, user: str, sid: str, body: bytes) -> None:
-    """A reviewer's yes or no, with the token made out to them; the run carries it out."""
+    """An approver's yes or no, with the token made out to them; the run carries
+    it out."""
     data = read_fields(body, {"approval_token": str, "approve": bool},
                        {"reason": str, "args": dict})
     yes = data["approve"]

@@ -2,7 +2,7 @@
 
 The default database, the standard library only. store.py runs the same
 statements on it as on PostgreSQL (postgres.py beside this file: its schema, and
-the porting notes); `connect` there picks one by the name it is given.
+the porting notes); `open_db` there picks one by the name it is given.
 """
 
 import contextlib

@@ -61,7 +61,7 @@ class Session:
 class Store:
     def __init__(self, db: str, keep: int = KEEP):
         """The store in `db`: a sqlite file's path, or a postgresql:// URL."""
-        self.db = connect(db)
+        self.db = open_db(db)
         self.db.schema()
         try:  # tables of an older host: a notebook a row, or no time a session was made
             self.db.run("SELECT created, length FROM sessions WHERE id = ''")
@@ -255,7 +255,7 @@ def _storable(text: str) -> str:
 # which database: sqlite.py's or postgres.py's, each running a statement at a time
 # (`run`), or several as one (`transaction`)
 
-def connect(db: str):
+def open_db(db: str):
     """The database `db` names: a postgresql:// URL (needs psycopg), else sqlite's."""
     if db.startswith(SERVERS):
         from microagent.host.postgres import Postgres  # only then: psycopg is optional

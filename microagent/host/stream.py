@@ -227,7 +227,7 @@ class Stream:
         if self.server.users.may_approve(self.user, self.asker):
             token = token_for(self.server, self.user, self.sid, ctx, jti)
             return {**asked(ctx), "approval_token": token}
-        return {**asked(ctx), "waits_for": "a reviewer"}  # who finds it in their queue
+        return {**asked(ctx), "waits_for": "an approver"}  # who finds it in their queue
 
     def event(self, name: str, data: dict) -> bool:
         """Send one server-sent event; False if the client has gone."""

@@ -2,7 +2,7 @@
 
 A user asks (starts sessions, writes in them, resumes them), approves (gives the
 verdict on what the agent asks to do), or both. Nobody approves their own
-request unless the host is started to allow it (`approve_own`). A reviewer sees
+request unless the host is started to allow it (`approve_own`). An approver sees
 someone else's session only while it waits for their verdict, or once it holds
 one they gave; to anyone else it is as missing as a session that never was.
 """
@@ -79,13 +79,13 @@ class Users:
                                f"{user} the role \"{role}\"")
 
     def may_approve(self, user: str, asker: str) -> bool:
-        """May `user` give the verdict on a request `asker` made? A reviewer, not the
+        """May `user` give the verdict on a request `asker` made? An approver, not the
         asker (unless approve_own)."""
         return APPROVES in self.roles(user) and (user != asker or self.approve_own)
 
     def may_see(self, user: str, s: Session) -> bool:
-        """May the user see this session: they asked in it, or they review it (it waits
-        for their verdict, or holds one they gave)?"""
+        """May the user see this session: they asked in it, or they are its approver
+        (it waits for their verdict, or holds one they gave)?"""
         if s.asker == user:
             return True
         if APPROVES not in self.roles(user):
