@@ -182,3 +182,14 @@ def test_no_line_of_the_book_is_over_90_columns():
         lines = (PACKAGE / f"{name}.py").read_text().splitlines()
         long = [n for n, line in enumerate(lines, 1) if len(line) > 90]
         assert not long, f"microagent/{name}.py has lines over 90 columns: {long}"
+
+
+def test_no_line_of_the_workshop_is_over_100_columns():
+    # 100, not the book's 90: the workshop is read a package at a time, not beside a notebook,
+    # and its lines run to 99 columns, about 75 of them over 90 (in mcp, otel and transport;
+    # the host is within 90). 100 is the limit they all meet, and it keeps any from growing.
+    for package in WORKSHOP:
+        for path in sorted((PACKAGE / package).rglob("*.py")):
+            lines = path.read_text().splitlines()
+            long = [n for n, line in enumerate(lines, 1) if len(line) > 100]
+            assert not long, f"{path.relative_to(ROOT)} has lines over 100 columns: {long}"

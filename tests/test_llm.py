@@ -1,6 +1,6 @@
 """The book's LLM brain (microagent.llm, with its plain `post`) against a stand-in model server on 127.0.0.1.
 
-The hardened transport has its own tests (test_transport.py); the wire format too (test_chat.py).
+The hardened transport has its own tests (transport/test_transport.py); the wire format too (test_chat.py).
 """
 
 import functools

@@ -218,7 +218,8 @@ def checked(ctx: Context, since: int) -> Context:
     Each rule of a note reads at most the two notes on either side, and a question has
     none but being first; so from a question at or before since - 2 on, the notes are
     checked as a notebook of their own, and each keeps the rules there as it does in
-    the whole (tests/test_store.py checks this against `check` on generated notebooks).
+    the whole (tests/host/test_store.py checks this against `check` on generated
+    notebooks).
     """
     notes, start = ctx.messages, since - 2
     if since >= len(notes):

@@ -10,7 +10,8 @@ its key again for each value; a field at its default is left out.
 It reads otlp.py's JSON dict, so the two forms can't say different things; field
 numbers are opentelemetry-proto's (trace.proto, common.proto, resource.proto). It
 writes only what otlp.py writes: no events, links, dropped counts, or kvlist and
-bytes values. tests/test_otel.py checks every field with OpenTelemetry's own parser.
+bytes values. tests/otel/test_otel.py checks every field with OpenTelemetry's own
+parser.
 """
 
 import struct

@@ -1264,7 +1264,7 @@ def test_amounts_are_written_and_told_as_people_read_them(host):
                                            "here in 3 to 5 days."}
 
 
-HOST = pathlib.Path(__file__).resolve().parent.parent / "microagent" / "host"
+HOST = pathlib.Path(__file__).resolve().parents[2] / "microagent" / "host"
 
 
 def test_each_file_of_the_host_reads_in_one_sitting_within_300_lines_of_90_columns():

@@ -12,7 +12,7 @@ every secret are checked.
 Without .phoenix/ the tests are skipped, saying so; with MICROAGENT_PHOENIX=required
 (.ci/run sets it) they fail instead.
 
-    python tests/test_phoenix.py docs/phoenix_trace.png   # the otel README's screenshot
+    python tests/otel/test_phoenix.py docs/phoenix_trace.png   # the otel README's screenshot
 """
 
 import contextlib
@@ -38,7 +38,7 @@ from microagent.spans import sending, traced, tracing
 from microagent.transport import hardened
 from microagent.transport.stand_in import reply, serve
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 PHOENIX = ROOT / ".phoenix" / "bin" / "phoenix"
 VERSION = "20.26.1"  # the version measured; .ci/run installs this one
 READY = 240          # seconds: it answers /healthz in 11-19 s alone, over 100 s on a busy machine
@@ -220,7 +220,7 @@ def test_a_refund_relayed_through_the_apps_own_tracer_and_the_sdks_exporter_is_u
 def screenshot(path: str) -> None:
     """The refund's trace in Phoenix's page, drawn by Chromium: the tree, the run's input and output.
 
-        python tests/test_phoenix.py docs/phoenix_trace.png
+        python tests/otel/test_phoenix.py docs/phoenix_trace.png
     """
     from playwright.sync_api import sync_playwright  # the dev extra; only this script needs it
 

@@ -2,7 +2,7 @@
 
 - mcp-server-time and the official `mcp` SDK come from PyPI, in the dev extra.
 - @modelcontextprotocol/server-everything comes from npm and runs on Node: `.ci/run`
-  installs it into .mcp-peers/ (git ignores it) with `python tests/mcp_peers.py`,
+  installs it into .mcp-peers/ (git ignores it) with `python tests/mcp/mcp_peers.py`,
   and `everything()` installs it there too, on first use, where npm is on the machine.
 """
 
@@ -11,7 +11,7 @@ import shutil
 import subprocess
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 PEERS = ROOT / ".mcp-peers"
 EVERYTHING = "@modelcontextprotocol/server-everything@2026.8.31"  # the version measured
 ENTRY = PEERS / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"

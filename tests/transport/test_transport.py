@@ -32,7 +32,7 @@ from microagent.transport.keys import Key, Pieces
 from microagent.transport.stand_in import (chunk, chunked, chunks, drip, error, keep_alives, moved, null_content, raw,
                                            reply, stream_of)
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 KEY = "sk-proj-" + "k" * 36  # 44 characters, as OpenAI's keys are
 
 

@@ -25,7 +25,7 @@ from microagent import Context, from_json
 from microagent.host.store import open_db, shown
 from microagent.invariants import check
 
-TESTS = pathlib.Path(__file__).resolve().parent
+TESTS = pathlib.Path(__file__).resolve().parents[1]  # tests/, where host_offices.py is
 sys.path.insert(0, str(TESTS.parent / "benchmarks"))
 import host_load  # noqa: E402  (benchmarks/host_load.py, whose figures the README quotes)
 TOKEN = "alice-token-0123456789"

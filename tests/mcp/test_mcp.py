@@ -5,12 +5,12 @@
   subprocesses: list, call, an error result, an unknown tool, other kinds of content, a call
   cancelled mid-way, a timeout, a flood on stderr, a server killed mid-call;
 - the client against small servers that die, hang, print garbage, won't stop, leave children
-  running, say their key everywhere, or name their tools oddly (tests/mcp_fakes.py);
+  running, say their key everywhere, or name their tools oddly (tests/mcp/mcp_fakes.py);
 - the server (`python -m microagent.mcp`) with the official `mcp` SDK's client in its three
   modes, against hostile lines, and with tools that exit or read stdin;
 - the refund office whose order lookup is an MCP server, end to end;
 - trace context in params._meta (SEP-414): our client's against a server written with the
-  official SDK, and whatever _meta our server is sent (tests/test_otel.py has the spans of
+  official SDK, and whatever _meta our server is sent (tests/otel/test_otel.py has the spans of
   both ends as one trace).
 """
 
@@ -38,9 +38,9 @@ from microagent.mcp.tools import MAX_RESULT, cut, local_name, reads_as, said
 from microagent.mcp.wire import MAX_LINE
 from microagent.spans import current, parse_traceparent, traced, traceparent, tracing
 
-TESTS = pathlib.Path(__file__).resolve().parent
+TESTS = pathlib.Path(__file__).resolve().parents[1]
 ROOT = TESTS.parent  # a server started here imports this folder's microagent
-FAKES = [sys.executable, str(TESTS / "mcp_fakes.py")]
+FAKES = [sys.executable, str(TESTS / "mcp" / "mcp_fakes.py")]
 OURS = [sys.executable, "-m", "microagent.mcp"]
 CALLER = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"  # a span in another process
 
@@ -523,7 +523,7 @@ def test_whatever_it_is_sent_our_server_writes_only_json_rpc_and_never_falls_ove
 
 
 def test_a_tool_that_prints_cannot_break_the_stream_and_a_called_off_call_gets_no_answer():
-    office = [*OURS, "tests.mcp_fakes:noisy", "tests.mcp_fakes:slow"]
+    office = [*OURS, "tests.mcp.mcp_fakes:noisy", "tests.mcp.mcp_fakes:slow"]
     with connect(office, name="office", cwd=str(ROOT)) as server:
         assert server.call("noisy", {"text": "hello"}) == "said hello"
         wait_until(lambda: "a print in a tool, on stdout hello" in server.stderr())
@@ -539,7 +539,7 @@ def test_a_tool_that_prints_cannot_break_the_stream_and_a_called_off_call_gets_n
 
 
 def test_a_tool_reads_nothing_of_the_mcp_stream_and_one_that_raises_system_exit_is_an_error_not_a_dead_worker():
-    office = [*OURS, "tests.mcp_fakes:child_reads", "tests.mcp_fakes:asks", "tests.mcp_fakes:quits"]
+    office = [*OURS, "tests.mcp.mcp_fakes:child_reads", "tests.mcp.mcp_fakes:asks", "tests.mcp.mcp_fakes:quits"]
     with connect(office, name="office", cwd=str(ROOT), timeout=20) as server:
         # file 0 is /dev/null while it serves: a child process, or input(), reads nothing of ours
         assert server.call("child_reads", {}) == "the child read ''"

@@ -6,7 +6,7 @@ clicks and reads the page as a person would. Alice asks, bob and carol
 approve, dan asks too. Without /usr/bin/chromium (apt-get install chromium) or
 the playwright package (the dev extra), the tests skip.
 
-    python tests/test_page.py docs/page_approval.png   # the README's screenshot: bob's queue, a refund open
+    python tests/host/test_page.py docs/page_approval.png   # the README's screenshot: bob's queue, a refund open
 """
 
 import http.client
@@ -37,7 +37,7 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwr
 expect = sync_api.expect
 expect.set_options(timeout=30_000)  # generous: CI is a busy 2-core machine
 
-TESTS = pathlib.Path(__file__).parent
+TESTS = pathlib.Path(__file__).resolve().parents[1]  # tests/, where host_offices.py is
 PAGE = TESTS.parent / "microagent" / "host"
 ROLES = {"alice": ["asks"], "bob": ["approves"], "carol": ["approves"], "dan": ["asks"]}
 USERS = {name: f"{name}-token-0123456789" for name in ROLES}

@@ -1,23 +1,23 @@
-"""Small MCP peers that go wrong on purpose, run as real subprocesses by tests/test_mcp.py.
+"""Small MCP peers that go wrong on purpose, run as real subprocesses by tests/mcp/test_mcp.py.
 
-    python tests/mcp_fakes.py dies       writes its last words to stderr and exits 3
-    python tests/mcp_fakes.py silent     reads nothing and answers nothing
-    python tests/mcp_fakes.py garbage    prints a banner on stdout, as no MCP server may
-    python tests/mcp_fakes.py stubborn   answers the handshake, then ignores stdin's end and SIGTERM
-    python tests/mcp_fakes.py odd        lists odd tools, asks the client a question mid-call, then writes
-                                         a reply with a key given twice
-    python tests/mcp_fakes.py orders     the order desk served by the official mcp SDK (MCPServer)
-    python tests/mcp_fakes.py meta       a tool, served by the official SDK, that says the _meta it was
-                                         called with and the span OpenTelemetry's own code read from it
-    python tests/mcp_fakes.py parent     starts children that hold its stdout and stderr: `spawn` one and
-                                         say its pid, or `crash` (exit 4) leaving one behind; exits when
-                                         stdin ends, its children left running
-    python tests/mcp_fakes.py names N    lists tools named as the JSON list N says; a call answers with its name
-    python tests/mcp_fakes.py leaky      says the value of $SECRET_KEY everywhere it can: its info, its
-                                         tool's schema, a notification, a result that is not an object,
-                                         its stderr, and a line that is not JSON
+    python tests/mcp/mcp_fakes.py dies       writes its last words to stderr and exits 3
+    python tests/mcp/mcp_fakes.py silent     reads nothing and answers nothing
+    python tests/mcp/mcp_fakes.py garbage    prints a banner on stdout, as no MCP server may
+    python tests/mcp/mcp_fakes.py stubborn   answers the handshake, then ignores stdin's end and SIGTERM
+    python tests/mcp/mcp_fakes.py odd        lists odd tools, asks the client a question mid-call, then writes
+                                             a reply with a key given twice
+    python tests/mcp/mcp_fakes.py orders     the order desk served by the official mcp SDK (MCPServer)
+    python tests/mcp/mcp_fakes.py meta       a tool, served by the official SDK, that says the _meta it was
+                                             called with and the span OpenTelemetry's own code read from it
+    python tests/mcp/mcp_fakes.py parent     starts children that hold its stdout and stderr: `spawn` one and
+                                             say its pid, or `crash` (exit 4) leaving one behind; exits when
+                                             stdin ends, its children left running
+    python tests/mcp/mcp_fakes.py names N    lists tools named as the JSON list N says; a call answers with its name
+    python tests/mcp/mcp_fakes.py leaky      says the value of $SECRET_KEY everywhere it can: its info, its
+                                             tool's schema, a notification, a result that is not an object,
+                                             its stderr, and a line that is not JSON
 
-It also holds tools for `python -m microagent.mcp tests.mcp_fakes:noisy tests.mcp_fakes:slow ...`
+It also holds tools for `python -m microagent.mcp tests.mcp.mcp_fakes:noisy tests.mcp.mcp_fakes:slow ...`
 (run from the project's folder, so that the server is this folder's microagent): one that prints on stdout while it is served, one that takes its time, one that
 raises SystemExit, and two that read stdin (a child process, and input()).
 """
