@@ -10,6 +10,7 @@ import pytest
 from hypothesis import configuration, settings
 
 import postgres_cluster as postgres_cluster_module
+from microagent.schema import as_tool
 from microagent.transport.stand_in import serve
 
 configuration.set_hypothesis_home_dir(tempfile.mkdtemp(prefix="microagent-hypothesis-"))
@@ -29,6 +30,22 @@ def stand_in():
     yield start
     for server in started:
         server.close()
+
+
+# ----------------------------------------------------------------------------
+# the LLM brain's tests (test_llm.py, transport/test_transport.py): a key, a tool, an approver
+
+KEY = "sk-proj-" + "k" * 36  # 44 characters, as OpenAI's keys are
+
+
+@as_tool
+def add(a: int, b: int) -> int:
+    """Add two whole numbers."""
+    return a + b
+
+
+def yes(tool_name, args) -> bool:
+    return True
 
 
 # ----------------------------------------------------------------------------

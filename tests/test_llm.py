@@ -26,26 +26,16 @@ from microagent.llm import LLMError, chat_policy, post
 from microagent.message import ASSISTANT, TOOL, USER, Message
 from microagent.policy import Action
 from microagent.saving import from_json, to_json
-from microagent.schema import as_tool
 from microagent.script import actions, replay
 from microagent.tool import final_answer
 from microagent.trace import story
 from microagent.transport import hardened
 from microagent.transport.stand_in import chunks, drip, error, moved, raw, reply, stream_of
 
+from conftest import KEY, add, yes  # the brain's one tool, its approver and a key, shared with test_llm/test_transport
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "llm_agent.py"
-KEY = "sk-proj-" + "k" * 36  # 44 characters, as OpenAI's keys are
-
-
-@as_tool
-def add(a: int, b: int) -> int:
-    """Add two whole numbers."""
-    return a + b
-
-
-def yes(tool_name, args) -> bool:
-    return True
 
 
 def ask(policy, tools=(final_answer,)) -> Action:

@@ -23,7 +23,6 @@ from microagent.llm import LLMError, chat_policy, post
 from microagent.message import USER, Message
 from microagent.policy import Action
 from microagent.saving import to_json
-from microagent.schema import as_tool
 from microagent.tool import final_answer
 from microagent.trace import story
 import microagent.transport.client as client
@@ -32,18 +31,9 @@ from microagent.transport.keys import Key, Pieces
 from microagent.transport.stand_in import (chunk, chunked, chunks, drip, error, keep_alives, moved, null_content, raw,
                                            reply, stream_of)
 
+from conftest import KEY, add, yes  # the brain's one tool, its approver and a key, shared with test_llm/test_transport
+
 ROOT = Path(__file__).resolve().parents[2]
-KEY = "sk-proj-" + "k" * 36  # 44 characters, as OpenAI's keys are
-
-
-@as_tool
-def add(a: int, b: int) -> int:
-    """Add two whole numbers."""
-    return a + b
-
-
-def yes(tool_name, args) -> bool:
-    return True
 
 
 def brain(url, *, api_key=None, stream=True, on_text=None, **settings):
