@@ -24,9 +24,14 @@ in anything but whether a span is recorded.
 import contextvars
 import threading
 
-from opentelemetry import trace
-from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode
-from opentelemetry.trace import TraceFlags
+try:
+    from opentelemetry import trace
+    from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode
+    from opentelemetry.trace import TraceFlags
+except ImportError:  # what to install, not a traceback from deep inside
+    raise ImportError("microagent.otel.bridge relays through the app's OpenTelemetry tracer, "
+                      "so it needs opentelemetry-api: pip install '.[otel]' (in microagent's "
+                      "folder), or the app's own OpenTelemetry packages") from None
 
 from microagent.otel.export import keep, to_stderr
 from microagent.otel.otlp import SCOPE

@@ -15,6 +15,7 @@ import gzip
 import http.client
 import http.server
 import json
+import subprocess
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -625,3 +626,16 @@ def test_a_tool_that_failed_is_an_error_in_the_apps_tracer_and_a_failing_tracer_
     with tracing():
         ctx = traced(support_agent(approver=YES), Relay(Broken(), report=told.append)).run(QUESTION)
     assert ctx.last().name == "final_answer" and told == ["could not relay 9 spans: RuntimeError"]
+
+
+def test_the_bridge_without_opentelemetry_says_what_to_install():
+    blocked = "import sys; sys.modules['opentelemetry'] = None  # not installed\nimport microagent.otel.bridge"
+    done = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1] == (
+        "ImportError: microagent.otel.bridge relays through the app's OpenTelemetry tracer, so it needs "
+        "opentelemetry-api: pip install '.[otel]' (in microagent's folder), or the app's own OpenTelemetry packages")
+    # the rest of microagent.otel imports nothing from it
+    done = subprocess.run([sys.executable, "-c", blocked.replace("microagent.otel.bridge", "microagent.otel")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
