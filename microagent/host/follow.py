@@ -1,4 +1,4 @@
-"""The events route: what a client missed, read from the store, then the run until it stops.
+"""The events route: what a client missed, from the store, then the run until it stops.
 
     GET /sessions/{id}/events          Last-Event-ID: 7   (or ?after=7)
 
@@ -61,9 +61,10 @@ def get_events(h, user: str, sid: str, body: bytes) -> None:
                 h.wfile.write(sse(name, data, id))
             after = max([after, len(s.context) - 1, *(e[2] for e in batch if e[2])])
             if not running:  # the run let go, or its host died: why, unless told
-                if died or stop is None:
-                    h.wfile.write(sse("error" if died else "stopped",
-                                      {"error" if died else "note": DIED if died else IDLE}))
+                if died:
+                    h.wfile.write(sse("error", {"error": DIED}))
+                elif stop is None:
+                    h.wfile.write(sse("stopped", {"note": IDLE}))
                 return
         except OSError:  # the client left
             return

@@ -119,7 +119,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         super().finish()
 
     def log_message(self, format, *args):
-        told = re.sub(r"token=[^&\s]*", "token=*", format % args)  # an events token: unlogged
+        told = re.sub(r"token=[^&\s]*", "token=*", format % args)  # no events token logged
         self.server.log(f"{self.address_string()} {told}")
 
     def do_GET(self):

@@ -148,7 +148,7 @@ class Store:
 
     def cancel(self, sid: str) -> bool:
         """Ask the run on the session to stop, in whichever process it runs; False if
-        none runs. The flag is the session's version when asked, so it stops no later run."""
+        none runs. The flag is the session's version then: it stops no later run."""
         _, changed = self.db.run("UPDATE sessions SET stop = version WHERE id = ? AND "
                                  "lease_until > ?", (sid, time.time()))
         return changed == 1

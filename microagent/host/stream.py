@@ -193,7 +193,8 @@ class Stream:
         with self.server.news:  # the followers in this process look again
             self.server.commits += 1
             self.server.news.notify_all()
-        if self.held and self.took >= 0 and self.server.store.cancelled(self.sid, self.took):
+        if self.held and self.took >= 0 and self.server.store.cancelled(self.sid,
+                                                                        self.took):
             self.cancel.set()  # asked to stop, maybe in another process
         return True
 
