@@ -17,6 +17,7 @@ import http.client
 import json
 import os
 import pathlib
+import socket
 import time
 
 from microagent import Agent
@@ -79,3 +80,55 @@ def events(text: str) -> list[tuple[str, dict]]:
             lines = dict(line.split(": ", 1) for line in block.splitlines())
             out.append((lines["event"], json.loads(lines["data"])))
     return out
+
+
+class Listener:
+    """A client that reads a stream's events one at a time as they come, and may leave mid-run.
+
+    `headers` go with the request (Last-Event-ID, say); `status` and `head` are the answer's.
+    """
+
+    def __init__(self, port: int, method: str, path: str, token: str | None, body=None, headers=None,
+                 timeout: float = 60):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        data = b"" if body is None else json.dumps(body).encode()
+        lines = [f"{method} {path} HTTP/1.1", "Host: x", f"Content-Length: {len(data)}"]
+        lines += [] if token is None else [f"Authorization: Bearer {token}"]
+        lines += [f"{name}: {value}" for name, value in (headers or {}).items()]
+        self.sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + data)
+        self.file = self.sock.makefile("rb")
+        self.status, self.head = int(self.file.readline().split()[1]), {}
+        while (line := self.file.readline().decode()) not in ("\r\n", ""):
+            name, _, value = line.partition(":")
+            self.head[name.strip()] = value.strip()
+
+    def next(self) -> tuple[int | None, str, dict] | None:
+        """The next event, (its id or None, its name, its data); None once the stream has ended."""
+        fields = {}
+        while True:
+            line = self.file.readline().decode()
+            if not line:
+                return None
+            if line.strip():
+                name, _, value = line.rstrip("\n").partition(": ")
+                fields[name] = value
+            elif fields:
+                return int(fields["id"]) if "id" in fields else None, fields["event"], json.loads(fields["data"])
+
+    def rest(self) -> list[tuple[int | None, str, dict]]:
+        """Every event until the stream ends."""
+        out = []
+        while (event := self.next()) is not None:
+            out.append(event)
+        self.leave()
+        return out
+
+    def answer(self) -> dict:
+        """The JSON answer of a request that was not a stream."""
+        text = self.file.read().decode()
+        self.leave()
+        return json.loads(text) if text else None
+
+    def leave(self) -> None:
+        self.file.close()
+        self.sock.close()

@@ -31,11 +31,11 @@ def told(agent, ctx: Context, after: int, stop: str | None, token: str | None = 
     to hand with what waits at the end, if the one told may approve it.
     """
     out = []
-    for at in range(max(after + 1, 0), len(ctx)):
+    for at in range(max(after, 0), len(ctx)):  # from `after`: a stop after it is after it
         note = ctx[at]
-        if note.kind == "result":
+        if note.kind == "result" and at > after:
             out.append(("result", result_of(ctx, at), at))
-        elif note.kind == "no_move":
+        elif note.kind == "no_move" and at > after:
             out.append(("no_move", {"note": note.content, "at": at}, at))
         if at < len(ctx) - 1:
             ended = stopped_at(agent, ctx, at)

@@ -77,7 +77,7 @@ class Stream:
         self.renewed = 0.0  # when it was last taken or renewed (time.monotonic())
         self.cancel = threading.Event()  # stop: nothing new starts
         self.stays = on_disconnect == "continue"  # the run goes on when its client leaves
-        self.said = len(s.context) - 1  # the index of the last note told to the client
+        self.said = len(s.context)  # the last event's id told (so far: the notebook's end)
         self.took = -1  # the version the run took the session at
 
     def run(self, ctx: Context, audit: tuple[str, str] | None = None) -> None:
