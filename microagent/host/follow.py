@@ -93,7 +93,8 @@ def standing(agent, s: Session) -> str | None:
 def resume_point(h, length: int) -> int:
     """The id the client's events resume after: its Last-Event-ID, else ?after=; -1 (from
     the start) if neither. A 400 for anything but an id this session has."""
-    query = urllib.parse.parse_qs(urllib.parse.urlsplit(h.path).query, keep_blank_values=True)
+    query = urllib.parse.parse_qs(urllib.parse.urlsplit(h.path).query,
+                                  keep_blank_values=True)  # ?after= is no id: a 400
     said = h.headers.get("Last-Event-ID", (query.get("after") or [None])[0])
     if said is None:
         return -1

@@ -77,7 +77,7 @@ class Stream:
         self.renewed = 0.0  # when it was last taken or renewed (time.monotonic())
         self.cancel = threading.Event()  # stop: nothing new starts
         self.stays = on_disconnect == "continue"  # the run goes on when its client leaves
-        self.said = len(s.context)  # the last event's id told (so far: the notebook's end)
+        self.said = len(s.context) - 1  # the last event's id told, on the notebook's end
         self.took = -1  # the version the run took the session at
 
     def run(self, ctx: Context, audit: tuple[str, str] | None = None) -> None:
@@ -90,6 +90,7 @@ class Stream:
             raise Refused(409, "another request changed this session first: load it "
                                "again")
         self.took, self.server.runs[self.sid] = self.version, self  # the cancel route's
+        self.said = len(ctx) - 1  # its last note: told before, or one with no event
         try:
             if audit:
                 self.server.store.audit(self.user, self.sid, *audit)
