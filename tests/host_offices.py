@@ -9,6 +9,9 @@ while a tool is running, or race two processes on one session:
     release               every waiting tool goes on
 
 A tool waits at most a minute, so a forgotten gate never hangs a test.
+`gated_refund_office` holds check_policy at a threading.Event instead, for a
+host in the test's own process. `Listener` reads a stream's events one at a
+time as they come, and may leave mid-run.
 """
 
 import dataclasses
@@ -18,9 +21,10 @@ import json
 import os
 import pathlib
 import socket
+import threading
 import time
 
-from microagent import Agent
+from microagent import Agent, as_tool
 from microagent.host import refund_office
 
 
@@ -46,6 +50,23 @@ def gated_office(db: str):
         return dataclasses.replace(tool, fn=fn)
     return Agent(agent.policy, [gated(t) for t in agent.tools.values()], agent.max_steps,
                  name=agent.name)
+
+
+def gated_refund_office(entered: threading.Event, go: threading.Event):
+    """The refund office, whose check_policy waits until the test lets it go."""
+    def office(db):
+        agent = refund_office(db)
+        check = agent.tools["check_policy"]
+
+        @as_tool(name="check_policy")
+        def gated(order_id: str) -> str:
+            """Check whether an order qualifies for a refund."""
+            entered.set()
+            assert go.wait(60)
+            return check.fn(order_id=order_id)
+        tools = [gated if t.name == "check_policy" else t for t in agent.tools.values()]
+        return Agent(agent.policy, tools, agent.max_steps, name=agent.name)
+    return office
 
 
 def request(port: int, method: str, path: str, token: str | None, body=None, timeout: float = 60,

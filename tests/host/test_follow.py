@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from host_offices import Listener
-from microagent import Action, Agent, Context, as_tool, final_answer
+from host_offices import Listener, gated_refund_office
+from microagent import Action, Agent, Context, final_answer
 from microagent.host import refund_office, thinking
 from test_host import QUESTION, Host, blocking_office
 
@@ -50,23 +50,6 @@ def until(check, what: str) -> None:
     while not check():
         assert time.monotonic() < deadline, f"{what} never came"
         time.sleep(0.02)
-
-
-def gated_refund_office(entered: threading.Event, go: threading.Event):
-    """The refund office, whose check_policy waits until the test lets it go."""
-    def office(db):
-        agent = refund_office(db)
-        check = agent.tools["check_policy"]
-
-        @as_tool(name="check_policy")
-        def gated(order_id: str) -> str:
-            """Check whether an order qualifies for a refund."""
-            entered.set()
-            assert go.wait(60)
-            return check.fn(order_id=order_id)
-        tools = [gated if t.name == "check_policy" else t for t in agent.tools.values()]
-        return Agent(agent.policy, tools, agent.max_steps, name=agent.name)
-    return office
 
 
 # ----------------------------------------------------------------------------
