@@ -61,7 +61,8 @@ def thinking(piece: str) -> None:
         stream.cancel.set()
     stream.renew()
     if stream.stopping():
-        raise ClientGone("the run was cancelled while the brain was thinking")
+        raise ClientGone("the run stopped while the brain was thinking (cancelled, or its "
+                         "client went away)")
 
 
 class Stream:
@@ -77,7 +78,7 @@ class Stream:
         self.renewed = 0.0  # when it was last taken or renewed (time.monotonic())
         self.cancel = threading.Event()  # stop: nothing new starts
         self.stays = on_disconnect == "continue"  # the run goes on when its client leaves
-        self.said = len(s.context) - 1  # the last event's id told, on the notebook's end
+        self.said = -1  # the id of the last event told (run() starts it)
         self.took = -1  # the version the run took the session at
 
     def run(self, ctx: Context, audit: tuple[str, str] | None = None) -> None:
