@@ -29,6 +29,9 @@ from microagent.host.store import Session
 from microagent.host.tokens import sign, verify
 
 POLL = 0.5  # seconds between two looks at a run in another process
+# seconds a follower woken by a commit waits for more before it reads: a hundred followers
+# reading at every one of a quick run's commits would take the run's time from it
+GATHER = 0.1
 EVENTS_TTL = 3600  # seconds an events token works
 DIED = ("the host that ran this session stopped in the middle of the run (its lease ran "
         "out); every step it had shown is kept: resume the session to go on")
@@ -40,10 +43,10 @@ def get_events(h, user: str, sid: str, body: bytes) -> None:
     """The events after the client's point, from the store, then the run's as it commits;
     204 (no more to come: an EventSource stops asking) if it has them all."""
     server = h.server
+    news = server.news  # a commit after this sets it: looked at before each read
     s = session_for(server, user, sid)
     after, started = resume_point(h, len(s.context)), False
     while True:
-        seen = server.commits  # a commit after this wakes us
         running, died = is_running(s), 0 < s.lease_until <= time.time()
         stop = None if running or died else standing(server.agent, s)
         token = None
@@ -57,8 +60,7 @@ def get_events(h, user: str, sid: str, body: bytes) -> None:
             h.send(200, {"Content-Type": "text/event-stream", **API_HEADERS})
             started = True
         try:
-            for name, data, id in batch:
-                h.wfile.write(sse(name, data, id))
+            h.wfile.write(b"".join(sse(*event) for event in batch))  # one write for all
             after = max([after, len(s.context) - 1, *(e[2] for e in batch if e[2])])
             if not running:  # the run let go, or its host died: why, unless told
                 if died:
@@ -68,17 +70,26 @@ def get_events(h, user: str, sid: str, body: bytes) -> None:
                 return
         except OSError:  # the client left
             return
-        with server.news:
-            server.news.wait_for(lambda seen=seen: server.commits != seen, POLL)
+        news.wait(POLL)
+        time.sleep(GATHER)
         if h.gone():
             return
+        news = server.news
         try:
-            s = server.store.load(sid)
+            s = latest(server, sid)
         except Exception:  # the database failed: say so, in words, and log it
             h.wfile.write(sse("error", {"error": "the server failed while following the "
                                                  "run; every step is kept: ask for the "
                                                  "events again later"}))
             raise
+
+
+def latest(server, sid: str) -> Session:
+    """The session as the store holds it: as the run in this process last committed it (no
+    statement, however many follow it), or else read."""
+    run = server.runs.get(sid)
+    saved = run.saved if run is not None else None
+    return saved if saved is not None and saved.lease_until else server.store.load(sid)
 
 
 def standing(agent, s: Session) -> str | None:

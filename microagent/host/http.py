@@ -52,7 +52,7 @@ class Server(http.server.ThreadingHTTPServer):
         self.client_timeout = timeout  # seconds a client may take to send a request
         self.rate = rate  # (per second, burst): runs a user may start
         self.runs = {}  # session id -> the Stream running on it in this process
-        self.news, self.commits = threading.Condition(), 0  # a commit wakes the followers
+        self.news = threading.Event()  # set, and replaced, at each commit: followers look
         agent = office(db)
         # every tool hidden: a tool's exception text goes to this server's log, never to
         # a client

@@ -61,8 +61,8 @@ def thinking(piece: str) -> None:
         stream.cancel.set()
     stream.renew()
     if stream.stopping():
-        raise ClientGone("the run stopped while the brain was thinking (cancelled, or its "
-                         "client went away)")
+        raise ClientGone("the run stopped while the brain was thinking (cancelled, or "
+                         "its client went away)")
 
 
 class Stream:
@@ -80,6 +80,7 @@ class Stream:
         self.stays = on_disconnect == "continue"  # the run goes on when its client leaves
         self.said = -1  # the id of the last event told (run() starts it)
         self.took = -1  # the version the run took the session at
+        self.saved = s  # the session as its last commit left it in the store
 
     def run(self, ctx: Context, audit: tuple[str, str] | None = None) -> None:
         """Take the session, carry out a verdict it ends with, then drive the loop to a
@@ -192,9 +193,13 @@ class Stream:
         if self.version is None:
             return False
         self.ctx, self.renewed = ctx, time.monotonic()
-        with self.server.news:  # the followers in this process look again
-            self.server.commits += 1
-            self.server.news.notify_all()
+        # the session as the store now holds it, for the followers in this process (one
+        # assignment, so a follower never reads half of it)
+        self.saved = Session(self.asker, ctx, self.version, until, jti)
+        # the followers in this process look again; a new Event for the next commit, so
+        # this one never waits for a hundred followers waking on the old one
+        news, self.server.news = self.server.news, threading.Event()
+        news.set()
         if self.held and self.took >= 0 and self.server.store.cancelled(self.sid,
                                                                         self.took):
             self.cancel.set()  # asked to stop, maybe in another process
