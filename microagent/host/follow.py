@@ -18,6 +18,7 @@ What it leaves out: the brain's words (`thinking`), which are live only, to the
 client of the request that runs the loop.
 """
 
+import contextlib
 import re
 import time
 import urllib.parse
@@ -35,6 +36,8 @@ GATHER = 0.1
 EVENTS_TTL = 3600  # seconds an events token works
 DIED = ("the host that ran this session stopped in the middle of the run (its lease ran "
         "out); every step it had shown is kept: resume the session to go on")
+FAILED = ("the server failed while following the run; every step is kept: ask for the "
+          "events again later")
 IDLE = ("no run is going on in this session, and its notebook does not end where a run "
         "stops (it was cancelled, or it failed): resume the session to go on")
 
@@ -78,9 +81,8 @@ def get_events(h, user: str, sid: str, body: bytes) -> None:
         try:
             s = latest(server, sid)
         except Exception:  # the database failed: say so, in words, and log it
-            h.wfile.write(sse("error", {"error": "the server failed while following the "
-                                                 "run; every step is kept: ask for the "
-                                                 "events again later"}))
+            with contextlib.suppress(OSError):
+                h.wfile.write(sse("error", {"error": FAILED}))
             raise
 
 

@@ -3,8 +3,9 @@
 `Server` holds what every request shares: the office's agent (each tool's
 exception hidden from clients), the store, the users, the signing secret, and
 the limits. `Handler` serves one request: its body read whole within a deadline
-for the whole request (request.py), its bearer token read (users.py), then its
-route (routes.py); a refusal is answered in JSON and written to the audit trail.
+for the whole request (request.py), its bearer token read (users.py; on the events
+route a signed events token may stand in, follow.py), then its route (routes.py);
+a refusal is answered in JSON and written to the audit trail.
 """
 
 import contextlib

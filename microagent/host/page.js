@@ -328,6 +328,7 @@ async function open() {  // the session in the address: its story and picture, a
   sid = location.hash.slice(1);
   busy = false;
   buttons(true);
+  $("stop").hidden = true;  // a run of the session opened before streams unseen: not ours to stop here
   $("session").textContent = sid ? `Session ${sid}` : "No session open";
   warn("");
   if (!sid) return tell(may("asks") ? "Start a session to ask the agent (New session)." : "");

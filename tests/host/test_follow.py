@@ -235,6 +235,25 @@ def test_an_events_token_reads_one_sessions_events_without_an_authorization_head
     assert token not in capfd.readouterr().err  # kept out of the log
 
 
+def test_a_follow_cut_by_a_database_failure_ends_with_an_event_that_says_so(host):
+    started, release = threading.Event(), threading.Event()
+    h = host(blocking_office(started, release))
+    sid = h.new()
+    client = ask(h, sid, "go")
+    assert started.wait(60)
+    follower = follow(h, sid)
+    assert follower.status == 200
+
+    def down(sid):
+        raise ConnectionError("the database went away")
+    h.server.store.load = down  # the run's own saves go on (they need no load); a follower's read fails
+    release.set()
+    live, got = client.rest(), follower.rest()
+    assert got[-1] == (None, "error", {"error": "the server failed while following the run; every step is "
+                                                "kept: ask for the events again later"})
+    assert got[:-1] == live[:len(got) - 1]  # what came before it is what the run sent, in order
+
+
 # ----------------------------------------------------------------------------
 # a hundred idle followers
 
