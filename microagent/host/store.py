@@ -148,15 +148,17 @@ class Store:
 
     def cancel(self, sid: str) -> bool:
         """Ask the run on the session to stop, in whichever process it runs; False if
-        none runs. The flag is the session's version then: it stops no later run."""
-        _, changed = self.db.run("UPDATE sessions SET stop = version WHERE id = ? AND "
-                                 "lease_until > ?", (sid, time.time()))
+        none runs. It moves the version, so the run's next save misses (and the run
+        asks `cancelled` why); the flag is the new version, so it stops no later run."""
+        _, changed = self.db.run("UPDATE sessions SET version = version + 1, "
+                                 "stop = version + 1 WHERE id = ? AND lease_until > ?",
+                                 (sid, time.time()))
         return changed == 1
 
     def cancelled(self, sid: str, version: int) -> bool:
         """Was the run that took the session at `version` asked to stop since?"""
         rows, _ = self.db.run("SELECT stop FROM sessions WHERE id = ?", (sid,))
-        return bool(rows) and rows[0][0] >= version
+        return bool(rows) and rows[0][0] > version
 
     def take(self, user: str, per_second: float, burst: int) -> float:
         """Take one run from the user's budget: 0.0 if it may start, else seconds to wait.

@@ -6,7 +6,8 @@ verdict the notebook ends with, then drives the loop a Step at a time. Whatever
 a client saw is in the notebook: a Step is committed before its events go out
 (events.py says what they are). The run stops when its client leaves, or goes on
 without it (`on_disconnect`); it stops when its asker cancels it, in any process
-(a flag in the store, heard at each commit). While a step runs, CALL names the
+(the cancel moves the session's version, so the run's next commit misses, and
+reads why). While a step runs, CALL names the
 tool call (a booking is keyed by it) and `thinking` sends the brain's words to
 the client being served.
 """
@@ -186,9 +187,15 @@ class Stream:
         lost it."""
         if self.version is None:  # lost already: nothing of ours may be written any more
             return False
+        store, sid = self.server.store, self.sid
         until = time.time() + self.server.lease if lease else 0.0
-        self.version = self.server.store.save(self.sid, ctx, self.version,
-                                              lease_until=until, jti=jti)
+        self.version = store.save(sid, ctx, self.version, lease_until=until, jti=jti)
+        if self.version is None and self.took >= 0 and store.cancelled(sid, self.took):
+            # the asker's cancel moved the version, in whichever process, so this save
+            # missed (no statement more a step to hear it): save again, let go, and stop
+            self.cancel.set()
+            until, lease = 0.0, False
+            self.version = store.save(sid, ctx, store.load(sid).version, jti=jti)
         self.held = lease and self.version is not None
         if self.version is None:
             return False
@@ -200,9 +207,6 @@ class Stream:
         # this one never waits for a hundred followers waking on the old one
         news, self.server.news = self.server.news, threading.Event()
         news.set()
-        if self.held and self.took >= 0 and self.server.store.cancelled(self.sid,
-                                                                        self.took):
-            self.cancel.set()  # asked to stop, maybe in another process
         return True
 
     def stopping(self) -> bool:
