@@ -218,7 +218,7 @@ async function stream(route, body, accepted) {  // POST, then show each event of
     // the run goes on if the connection drops (a phone that sleeps, a proxy): the page comes back for it
     const response = await call("POST", `/sessions/${sid}/${route}`, {...body, on_disconnect: "continue"});
     if (accepted && mine === view) accepted();  // the server took the request, and wrote its note first
-    let heard = await events(response, mine, -1);
+    let heard = await events(response, mine, shown);  // the story so far has the notes up to `shown`
     for (let tries = 1; heard.dropped && tries <= TRIES && mine === view; tries++) {
       tell(`The connection dropped: reconnecting to the run (${tries} of ${TRIES})…`);
       await new Promise((done) => setTimeout(done, 1000));
