@@ -8,7 +8,8 @@ lost its connection asks for what came after the last id it saw
 (`Last-Event-ID`). The event that says why a run stopped is about the place
 after its last note, so its id is the notebook's length then; the note that
 goes there next (a question, or a verdict) has no event of its own, so no two
-events share an id. The brain's words (`thinking`) are live only: no note, no id.
+events share an id. The brain's words (`thinking`), and any other event about no
+note (a tool's progress), are live only: no id.
 """
 
 import json
