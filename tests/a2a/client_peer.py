@@ -12,7 +12,9 @@ agent until killed. What it does is read off the request's first word:
     reject ...    rejected ("refunds over $500 are not ours")
     stream ...    each later word a working status of its own, then completed
     slow ...      working, and then nothing until it is cancelled
+    agent ...     a microagent Agent (a scripted brain) runs the request; its answer
 
+Its task ids count, task-1, task-2, ..., so a scripted brain can name the first one.
 Code nobody here wrote answers here: the client under test must speak the SDK's A2A.
 """
 
@@ -23,13 +25,16 @@ import sys
 import uvicorn
 from a2a.helpers.proto_helpers import new_task_from_user_message, new_text_message, \
     new_text_part
-from a2a.server.agent_execution import AgentExecutor
+from a2a.server.agent_execution import AgentExecutor, SimpleRequestContextBuilder
+from a2a.server.id_generator import IDGenerator
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, \
     TaskState
 from starlette.applications import Starlette
+
+from microagent import Action, Agent, final_answer, scripted
 
 
 class Office(AgentExecutor):
@@ -47,7 +52,7 @@ class Office(AgentExecutor):
             await todo.add_artifact([new_text_part(f"refunded order {said}")])
             await todo.complete()
             return
-        first = said.split()[0] if said.split() else ""
+        first = said.split()[0].rstrip(":") if said.split() else ""
         if first == "complete":
             await todo.add_artifact([new_text_part(f"done: {said}")], name="answer")
             await todo.complete()
@@ -65,6 +70,11 @@ class Office(AgentExecutor):
                 await asyncio.sleep(0.01)
             await todo.add_artifact([new_text_part("streamed")])
             await todo.complete()
+        elif first == "agent":  # a Python agent behind the A2A agent
+            brain = scripted(Action("final_answer", {"answer": f"an agent says: {said}"}))
+            answer = Agent(brain, [final_answer], name="inner").run(said).last().content
+            await todo.add_artifact([new_text_part(answer)])
+            await todo.complete()
         elif first == "slow":
             await todo.start_work(words("working on it"))
             await asyncio.sleep(3600)
@@ -74,6 +84,15 @@ class Office(AgentExecutor):
     async def cancel(self, context, event_queue):
         task = context.current_task
         await TaskUpdater(event_queue, task.id, task.context_id).cancel()
+
+
+class Counting(IDGenerator):
+    def __init__(self, kind):
+        self.kind, self.made = kind, 0
+
+    def generate(self, context):
+        self.made += 1
+        return f"{self.kind}-{self.made}"
 
 
 def app(port: int, streaming: bool) -> Starlette:
@@ -88,8 +107,11 @@ def app(port: int, streaming: bool) -> Starlette:
         skills=[AgentSkill(id="refunds", name="refunds",
                            description="Refunds an order, asking what it needs to know.",
                            tags=["refunds"], examples=["refund order A1234"])])
-    handler = DefaultRequestHandler(agent_executor=Office(), task_store=InMemoryTaskStore(),
-                                    agent_card=card)
+    store = InMemoryTaskStore()
+    ids = SimpleRequestContextBuilder(task_store=store, task_id_generator=Counting("task"),
+                                      context_id_generator=Counting("context"))
+    handler = DefaultRequestHandler(agent_executor=Office(), task_store=store, agent_card=card,
+                                    request_context_builder=ids)
     return Starlette(routes=create_agent_card_routes(card)
                      + create_jsonrpc_routes(handler, "/"))
 
