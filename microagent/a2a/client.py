@@ -247,8 +247,7 @@ def _follow(task: dict, results, agent: str, listen, stream: bool) -> None:
     if stream:  # a whole reply may leave a task under way; a stream may not
             raise A2AError(f"{agent} stopped answering before task "
                        f"{task.get('id', '(none)')} ended or waited (it was "
-                       f"{task.get('state', 'not begun')}): ask again with its task_id "
-                       "and an empty request to see how it stands")
+                       f"{task.get('state', 'not begun')})")
 
 
 def _same(task: dict, task_id, agent: str) -> None:

@@ -9,8 +9,9 @@ server does can hold it or fool it:
 - the exchange runs in a thread of its own, and the caller's thread waits for it a
   tick at a time, so no read can hold the caller: at `until` (a time.monotonic()
   deadline for the whole exchange, a stream included) the socket is shut down;
-- `listen("")` is called at each quiet tick, so a caller that stops (microagent.host's
-  `thinking` raises when the client has gone) is heard while the server says nothing;
+- `listen("")` is called at each piece that comes and each quiet tick, so a caller that
+  stops (microagent.host's `thinking` raises when the client has gone) is heard while
+  the server says nothing, or only keep-alives;
 - at most MAX_REPLY bytes are read (transport's cap), and no redirect or proxy is used;
 - JSON is read as microagent.tool.read_json reads it: a key twice, NaN or nesting past
   Python's depth are an A2AError, never a guess; lone surrogates become U+FFFD;
@@ -89,7 +90,9 @@ def _exchange(url, body, headers, until, listen, key):
             try:
                 item = got.get(timeout=TICK)
             except queue.Empty:
-                listen("")  # may raise: the caller has stopped
+                item = None
+            listen("")  # at each piece or quiet tick (a keep-alive brings no words): may raise
+            if item is None:
                 continue
             if isinstance(item, Exception):
                 raise A2AError(_broken(url, item, bool(held)))

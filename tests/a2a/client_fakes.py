@@ -89,7 +89,7 @@ def peer(answer, card=good_card):
                 whole(self, made)
 
         def do_POST(self):
-            request = read_json(self.rfile.read(int(self.headers["Content-Length"])))
+            request = read_json(self.rfile.read(int(self.headers["Content-Length"])).decode())
             asked.append((request["method"], request["params"], self.headers.get("Authorization")))
             try:
                 answer(request, self)

@@ -4,6 +4,7 @@ here wrote, and against small hostile peers (tests/a2a/client_fakes.py); all on 
 Every test is bounded in time: a timeout of its own, and short timeouts on every call.
 """
 
+import ast
 import json
 import os
 import re
@@ -182,3 +183,316 @@ you asked: "Refund my order, please."
     -> refunds returned: refunded order A1234
   manager thought: call final_answer with {"answer": "A1234 is refunded"}
     -> final_answer returned: A1234 is refunded"""
+
+
+# --- hostile or broken peers: each a clear error, never a hang or a crash ---------------------------------
+
+def answers(*results):
+    """A peer's answer: the JSON-RPC reply with each result in turn, as a whole reply."""
+    left = list(results)
+
+    def answer(request, h):
+        whole(h, reply(request, left.pop(0)))
+    return answer
+
+
+def streams(*results, then=None):
+    """A peer's answer: a stream of `results`, then `then(h)`."""
+    def answer(request, h):
+        events(h, request, results, then)
+    return answer
+
+
+def test_a_card_of_another_version_or_binding_is_refused_when_the_tool_is_made():
+    with peer(answers(), card=lambda url: good_card(url, version="0.3")) as fake:
+        with pytest.raises(A2AError, match=r'^"Fake office" speaks A2A as \["JSONRPC 0.3"\]; this client speaks '
+                                           r"only A2A 1.0 over JSON-RPC$"):
+            coworker(fake.url, timeout=5)
+    with peer(answers(), card=lambda url: good_card(url, binding="GRPC")) as fake:
+        with pytest.raises(A2AError, match=r'speaks A2A as \["GRPC 1.0"\]'):
+            coworker(fake.url, timeout=5)
+    old = {"name": "Old office", "url": "http://127.0.0.1:1/", "protocolVersion": "0.3.0", "skills": []}
+    with peer(answers(), card=lambda url: old) as fake:
+        with pytest.raises(A2AError, match=r'^"Old office" has a card with no supportedInterfaces: it speaks A2A '
+                                           r'"0.3.0"; this client speaks 1.0$'):
+            coworker(fake.url, timeout=5)
+
+
+def test_a_server_that_refuses_our_version_is_an_error_note_that_says_so():
+    def refuse(request, h):
+        whole(h, {"jsonrpc": "2.0", "id": request["id"], "error": {
+            "code": -32009, "message": "A2A version '1.0' is not supported by this handler."}})
+    with peer(refuse, card=lambda url: good_card(url, streaming=False)) as fake:
+        note = ask(coworker(fake.url, timeout=5), request="hello")
+    assert (note.content, note.error) == (
+        'error: "Fake office" refused SendMessage: it does not speak A2A 1.0: '
+        '"A2A version \'1.0\' is not supported by this handler."', True)
+    assert fake.asked == [("SendMessage", fake.asked[0][1], None)]
+
+
+def test_a_card_whose_calls_go_elsewhere_is_refused_and_the_token_goes_nowhere():
+    with peer(answers()) as elsewhere:
+        with peer(answers(), card=lambda url: good_card(url, rpc=elsewhere.url + "/")) as fake:
+            with pytest.raises(A2AError, match=r'^"Fake office"\'s card, at http://127.0.0.1:\d+, sends its calls '
+                                               r"to http://127.0.0.1:\d+: the token goes only where you said"):
+                coworker(fake.url, token="secret-token-1", timeout=5)
+    assert elsewhere.asked == []
+
+
+@pytest.mark.parametrize("skills, skill, problem", [
+    ([], None, r"card lists no skill \(with an id, a name and a description\)"),
+    ([{"id": "desk"}], None, "card lists no skill"),
+    (None, "refunds", r"card has no skill 'refunds'; its skills are \[\"desk\"\]: give coworker\(..., skill=...\)"),
+    ([{"id": i, "name": i, "description": "d"} for i in ("a", "b")], None,
+     r'card has its skills are \["a", "b"\]: give coworker\(..., skill=...\) one of them'),
+])
+def test_a_card_with_no_such_skill_is_refused_naming_the_skills_it_has(skills, skill, problem):
+    with peer(answers(), card=lambda url: good_card(url, skills=skills)) as fake:
+        with pytest.raises(A2AError, match=problem):
+            coworker(fake.url, skill=skill, timeout=5)
+
+
+def test_a_card_that_claims_a_stream_it_does_not_serve_is_an_error_note():
+    with peer(answers({"task": task("t1", "COMPLETED", artifacts=["done"])})) as fake:
+        note = ask(coworker(fake.url, timeout=5), request="hello")
+    assert (note.content, note.error) == (
+        'error: "Fake office"\'s card says it streams, but it answered SendStreamingMessage with no stream: its '
+        "card lies; ask whoever runs it", True)
+
+
+def test_a_task_whose_id_changes_mid_task_is_an_error_note():
+    with peer(streams({"task": task("t1", "WORKING")}, status("t2", "COMPLETED"))) as fake:
+        note = ask(coworker(fake.url, timeout=5), request="hello")
+    assert (note.content, note.error) == (
+        'error: "Fake office" answered about task "t2" while task t1 was under way: a task whose id changes is not '
+        "followed; task t1 was cancelled", True)
+    assert [method for method, *_ in fake.asked] == ["SendStreamingMessage", "CancelTask"]
+    # going on with a task, an answer about another is refused the same way
+    with peer(answers({"task": task("t9", "COMPLETED", artifacts=["done"])}), card=lambda url: good_card(url, streaming=False)) as fake:
+        note = ask(coworker(fake.url, timeout=5), request="A1234", task_id="t1")
+    assert note.content.startswith('error: "Fake office" answered about task "t9" while task t1 was under way')
+
+
+def cancels(answer):
+    """`answer`, except that a CancelTask is answered: the task, cancelled."""
+    def either(request, h):
+        if request["method"] == "CancelTask":
+            whole(h, reply(request, task(request["params"]["id"], "CANCELED")))
+        else:
+            answer(request, h)
+    return either
+
+
+def keep_alives(h):
+    """A stream's end that never comes: a comment every 50 ms, until the client hangs up."""
+    while True:
+        h.wfile.write(b": still here\n\n")
+        h.wfile.flush()
+        time.sleep(0.05)
+
+
+def test_a_stream_that_never_ends_is_cut_off_at_the_timeout_and_its_task_cancelled():
+    heard = []
+    with peer(cancels(streams({"task": task("t1", "WORKING", "on it")}, then=keep_alives))) as fake:
+        began = time.monotonic()
+        note = ask(coworker(fake.url, timeout=1, on_text=heard.append), request="hello")
+        took = time.monotonic() - began
+    assert (note.content, note.error) == (
+        f"error: {fake.url} had not answered in full within the timeout: a reply that may never end was cut off; "
+        "raise timeout=; task t1 was cancelled", True)
+    assert [method for method, *_ in fake.asked] == ["SendStreamingMessage", "CancelTask"]
+    assert [piece for piece in heard if piece] == ["on it"] and "" in heard  # the words, then ticks
+    assert took < 30  # bounded: 1 s for the call, at most CANCEL_WAIT for the cancel (and a loaded machine)
+
+
+def test_a_stream_that_stops_before_the_task_ends_is_an_error_note():
+    with peer(cancels(streams({"task": task("t1", "WORKING")}))) as fake:
+        note = ask(coworker(fake.url, timeout=5), request="hello")
+    assert (note.content, note.error) == (
+        'error: "Fake office" stopped answering before task t1 ended or waited (it was TASK_STATE_WORKING); '
+        "task t1 was cancelled", True)
+
+
+def test_a_card_that_never_comes_is_cut_off_at_the_timeout():
+    def silent(h):
+        time.sleep(10)
+    with peer(answers(), card=lambda url: silent) as fake:
+        with pytest.raises(A2AError, match=r"had not answered in full within the timeout"):
+            coworker(fake.url, timeout=0.5)
+
+
+def huge(request, h):
+    """A reply whose artifact is 50 MB of text, written a MiB at a time."""
+    head = json.dumps(reply(request, {"task": task("t1", "COMPLETED", artifacts=["@"])})).encode()
+    before, after = head.split(b"@")
+    size = 50 << 20
+    if request["method"] == "SendStreamingMessage":
+        h.send_response(200)
+        h.send_header("Content-Type", "text/event-stream")
+        h.end_headers()
+        h.wfile.write(b"data: " + before)
+    else:
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", str(len(before) + size + len(after)))
+        h.end_headers()
+        h.wfile.write(before)
+    for _ in range(size >> 20):
+        h.wfile.write(b"a" * (1 << 20))
+    h.wfile.write(after + b"\n\n")
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+def test_a_50_mb_artifact_is_not_read_past_the_cap_and_the_note_says_so(streaming):
+    with peer(huge, card=lambda url: good_card(url, streaming=streaming)) as fake:
+        note = ask(coworker(fake.url, timeout=20), request="hello")
+    assert (note.content, note.error) == (
+        f"error: {fake.url} sent more than {MAX_REPLY >> 20} MiB: the reply was not read (MAX_REPLY); ask for less",
+        True)
+
+
+def test_a_long_artifact_is_cut_and_the_result_says_so():
+    with peer(answers({"task": task("t1", "COMPLETED", artifacts=["a" * 100_000])}),
+              card=lambda url: good_card(url, streaming=False)) as fake:
+        note = ask(coworker(fake.url, timeout=5), request="hello")
+    assert note.content == "a" * MAX_RESULT + (
+        f"\n[cut: the result was 100,000 characters; only the first {MAX_RESULT:,} are above]")
+
+
+def raw(text):
+    """A peer's answer: `text` (with {id} for the request's id), as it is."""
+    def answer(request, h):
+        whole(h, text.replace("{id}", json.dumps(request["id"])).encode())
+    return answer
+
+
+DONE = json.dumps({"task": task("t1", "COMPLETED", artifacts=["$79 refunded"])})
+WRONG = json.dumps({"task": task("t1", "COMPLETED", artifacts=["$9999 refunded"])})
+
+
+@pytest.mark.parametrize("text, problem", [
+    ('{"jsonrpc": "2.0", "id": {id}, "result": ' + DONE[:-1] + ', "task": ' + WRONG[9:] + "}",
+     '"task" is given twice: say each once'),
+    ("[" * 100_000 + "]" * 100_000, "the JSON is nested too deeply to read"),
+    ('{"jsonrpc": "2.0", "id": {id}, "result": {"amount": NaN}}', "NaN is not a number JSON can hold"),
+    ("<html>busy</html>", "the text is not valid JSON (Expecting value: line 1 column 1 (char 0))"),
+])
+def test_json_a_reader_could_misread_is_an_error_note_never_a_guess(text, problem):
+    with peer(raw(text), card=lambda url: good_card(url, streaming=False)) as fake:
+        note = ask(coworker(fake.url, timeout=5), request="hello")
+    assert (note.content, note.error) == (f"error: {fake.url} sent a reply that could not be read: {problem}", True)
+
+
+def test_lone_surrogates_become_replacement_characters_and_the_result_is_utf_8():
+    text = '{"jsonrpc": "2.0", "id": {id}, "result": ' + DONE.replace("$79 refunded", "\\ud83d $79 \\udc00 \\ud83d\\ude00") + "}"
+    with peer(raw(text), card=lambda url: good_card(url, streaming=False)) as fake:
+        note = ask(coworker(fake.url, timeout=5), request="hello")
+    assert note.content == "\ufffd $79 \ufffd \U0001f600"
+    assert note.content.encode("utf-8")
+
+
+@pytest.mark.parametrize("text, problem", [
+    ('{"jsonrpc": "2.0", "id": "another", "result": ' + DONE + "}", "with no JSON-RPC 2.0 reply to it"),
+    ('{"jsonrpc": "2.0", "id": {id}, "result": {"task": {"id": "t1", "status": {"state": "DONE"}}}}',
+     'said task t1 is in a state A2A has not: "DONE"'),
+    ('{"jsonrpc": "2.0", "id": {id}, "result": {"task": {"status": {"state": "TASK_STATE_COMPLETED"}}}}',
+     "sent a task with no id"),
+    ('{"jsonrpc": "2.0", "id": {id}, "result": {"surprise": 1}}', 'sent an event that is none of A2A\'s: {"surprise": 1}'),
+])
+def test_a_reply_that_is_no_a2a_is_an_error_note_saying_what_it_lacks(text, problem):
+    with peer(raw(text), card=lambda url: good_card(url, streaming=False)) as fake:
+        note = ask(coworker(fake.url, timeout=5), request="hello")
+    assert problem in note.content and note.error
+
+
+TOKEN = "tok-" + "s3cr3t" * 6
+
+
+def echo(request, h):
+    """A peer that says the token it was sent everywhere it can: in an error, and in an artifact."""
+    said = h.headers["Authorization"]
+    if request["params"]["message"]["parts"][0]["text"] == "error":
+        whole(h, {"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32603, "message": f"bad {said}"}})
+        return
+    whole(h, reply(request, {"task": task("t1", "COMPLETED", artifacts=[f"you sent {said}"])}))
+
+
+def test_the_token_is_never_shown_whatever_a_server_says_back():
+    with peer(echo, card=lambda url: good_card(url, streaming=False)) as fake:
+        desk = coworker(fake.url, token=TOKEN, timeout=5)
+        notes = [ask(desk, request="hello"), ask(desk, request="error")]
+    assert [note.content for note in notes] == [
+        "you sent Bearer [the key]", 'error: "Fake office" refused SendMessage: error -32603: "bad Bearer [the key]"']
+    assert fake.asked[0][2] == f"Bearer {TOKEN}"  # sent it was
+
+
+def test_a_refusal_of_the_token_quotes_nothing_the_server_said():
+    def refuse(request, h):
+        whole(h, {"error": f"unknown token {h.headers['Authorization']}"}, status=401)
+    with peer(refuse, card=lambda url: good_card(url, streaming=False)) as fake:
+        note = ask(coworker(fake.url, token=TOKEN, timeout=5), request="hello")
+    assert note.content == f"error: {fake.url} refused the request (401): check the token (token=), and that it may use this agent"
+
+
+def test_a_redirect_is_not_followed():
+    def moved(h):
+        h.send_response(302)
+        h.send_header("Location", "http://127.0.0.2:9/card")
+        h.send_header("Content-Length", "0")
+        h.end_headers()
+    with peer(answers(), card=lambda url: moved) as fake:
+        with pytest.raises(A2AError, match=r'answered 302, a redirect to "http://127.0.0.2:9/card": it was not '
+                                           "followed, so the token goes only where you said"):
+            coworker(fake.url, token=TOKEN, timeout=5)
+
+
+def test_settings_that_cannot_work_are_refused_when_it_is_made_and_a_password_is_never_echoed():
+    with pytest.raises(ValueError) as raised:
+        coworker("http://bob:hunter2@127.0.0.1:9", timeout=5)
+    assert "hunter2" not in str(raised.value) and "not in the address" in str(raised.value)
+    with pytest.raises(ValueError, match="the token is not shown here"):
+        coworker("http://127.0.0.1:9", token="hunter2\n")
+    with pytest.raises(ValueError, match="timeout must be a number of seconds above 0, not 0"):
+        coworker("http://127.0.0.1:9", timeout=0)
+    with pytest.raises(A2AError, match=r"could not connect to http://127.0.0.1:9/.well-known/agent-card.json: "
+                                       "connection refused"):
+        coworker("http://127.0.0.1:9", timeout=5)
+
+
+def test_a_skill_named_like_final_answer_is_refused_unless_renamed():
+    skills = [{"id": "Final-Answer", "name": "x", "description": "d"}]
+    with peer(answers(), card=lambda url: good_card(url, skills=skills)) as fake:
+        with pytest.raises(ValueError, match="reads like final_answer"):
+            coworker(fake.url, timeout=5)
+        assert coworker(fake.url, timeout=5, name="their_answer").name == "their_answer"
+
+
+def test_the_client_imports_only_the_books_public_names_and_the_standard_library():
+    found = set()
+    for path in (ROOT / "microagent" / "a2a").glob("*.py"):
+        if path.name in ("client.py", "exchange.py", "__init__.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ImportFrom) and node.module.startswith("microagent"):
+                    found |= {f"{node.module}.{alias.name}" for alias in node.names}
+    assert found <= {"microagent.a2a.client.VERSION", "microagent.a2a.client.coworker",
+                     "microagent.a2a.exchange.A2AError", "microagent.a2a.exchange.replies",
+                     "microagent.llm.endpoint", "microagent.mcp.tools.MAX_RESULT", "microagent.mcp.tools.cut",
+                     "microagent.mcp.tools.local_name", "microagent.mcp.tools.reads_as", "microagent.message.Message",
+                     "microagent.tool.Tool", "microagent.tool.error_note", "microagent.tool.final_answer",
+                     "microagent.tool.read_json", "microagent.transport.MAX_REPLY", "microagent.transport.Key"}
+
+
+def test_a_stop_is_heard_while_a_stream_sends_only_keep_alives_and_the_task_is_cancelled():
+    class Gone(Exception):
+        pass
+    heard = []
+
+    def leave(piece):
+        heard.append(piece)
+        if heard[-2:] == ["on it", ""]:  # the first piece after the words: the client has gone
+            raise Gone("the client went away")
+    with peer(cancels(streams({"task": task("t1", "WORKING", "on it")}, then=keep_alives))) as fake:
+        with pytest.raises(Gone):
+            coworker(fake.url, timeout=20, on_text=leave).fn(request="hello")
+    assert [(method, params.get("id")) for method, params, _ in fake.asked] == [
+        ("SendStreamingMessage", None), ("CancelTask", "t1")]
