@@ -294,15 +294,12 @@ def keep_alives(h):
 def test_a_stream_that_never_ends_is_cut_off_at_the_timeout_and_its_task_cancelled():
     heard = []
     with peer(cancels(streams({"task": task("t1", "WORKING", "on it")}, then=keep_alives))) as fake:
-        began = time.monotonic()
         note = ask(coworker(fake.url, timeout=1, on_text=heard.append), request="hello")
-        took = time.monotonic() - began
     assert (note.content, note.error) == (
         f"error: {fake.url} had not answered in full within the timeout: a reply that may never end was cut off; "
         "raise timeout=; task t1 was cancelled", True)
     assert [method for method, *_ in fake.asked] == ["SendStreamingMessage", "CancelTask"]
     assert [piece for piece in heard if piece] == ["on it"] and "" in heard  # the words, then ticks
-    assert took < 30  # bounded: 1 s for the call, at most CANCEL_WAIT for the cancel (and a loaded machine)
 
 
 def test_a_stream_that_stops_before_the_task_ends_is_an_error_note():
