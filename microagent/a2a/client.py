@@ -37,6 +37,7 @@ VERSION = "1.0"  # the A2A version spoken: sent as A2A-Version, looked for on th
 CARD = "/.well-known/agent-card.json"
 CANCEL_WAIT = 5.0  # seconds: the most a CancelTask after a stop may take
 SAID = 300  # characters: the most of a remote agent's words an error quotes
+ABOUT = 2_000  # characters: the most of a skill's description the brain is shown
 
 DONE = "TASK_STATE_COMPLETED"
 ENDED = {"TASK_STATE_FAILED": "failed", "TASK_STATE_REJECTED": "rejected",
@@ -120,9 +121,9 @@ def coworker(url: str, *, token: str | None = None, timeout: float = 30.0, on_te
                 raise
             return error_note(tool_name, f"{e}{cancelled}")
         return _told(task, agent, tool_name)
-    about = (f"Ask {agent}, an agent in another process ({chosen['name']}: "
-             f"{chosen['description']}). It may ask you something back, or wait for a "
-             "human: then go on with the same task_id.")
+    about = (f"Ask {agent}, an agent in another process ({chosen['name'][:100]}: "
+             f"{cut(chosen['description'], ABOUT)}). It may ask you something back, or "
+             "wait for a human: then go on with the same task_id.")
     return Tool(tool_name, about, ask, schema=ARGUMENTS)
 
 
@@ -152,8 +153,11 @@ def _card(card, url: str, skill: str | None):
                          for o in offers})
         raise A2AError(f"{agent} speaks A2A as {json.dumps(spoken)[:SAID]}; this client "
                        f"speaks only A2A {VERSION} over JSON-RPC")
-    rpc_url = endpoint(ours[0].get("url"), "", f"{agent}'s card gives no usable URL",
-                       "http://127.0.0.1:8000/")
+    try:
+        rpc_url = endpoint(ours[0].get("url"), "", f"{agent}'s card gives no usable URL",
+                           "http://127.0.0.1:8000/")
+    except ValueError as e:  # its words, cut: a card may hold a URL of a megabyte
+        raise A2AError(cut(str(e), SAID)) from None
     if _origin(rpc_url) != _origin(url):  # it would take the token somewhere else
         raise A2AError(f"{agent}'s card, at {_origin(url)}, sends its calls to "
                        f"{_origin(rpc_url)}: the token goes only where you said, so it "

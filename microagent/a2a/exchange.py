@@ -58,8 +58,10 @@ def replies(url: str, body: bytes | None, headers: dict, *, until: float, listen
 def _exchange(url, body, headers, until, listen, key):
     """Whether the answer is a stream, and an iterator of its body's bytes."""
     parts = urllib.parse.urlsplit(url)
-    opened = HTTPSConnection if parts.scheme == "https" else HTTPConnection
-    conn = opened(parts.hostname, parts.port, timeout=max(until - time.monotonic(), 0.01))
+    https = parts.scheme == "https"
+    opened = HTTPSConnection if https else HTTPConnection
+    conn = opened(parts.hostname, parts.port or (443 if https else 80),  # ::1 is a host
+                  timeout=max(until - time.monotonic(), 0.01))
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     got, held = queue.SimpleQueue(), []  # held: the socket, once connected
 

@@ -493,3 +493,14 @@ def test_a_stop_is_heard_while_a_stream_sends_only_keep_alives_and_the_task_is_c
             coworker(fake.url, timeout=20, on_text=leave).fn(request="hello")
     assert [(method, params.get("id")) for method, params, _ in fake.asked] == [
         ("SendStreamingMessage", None), ("CancelTask", "t1")]
+
+
+def test_a_card_whose_url_is_no_url_is_refused_and_a_long_description_is_cut():
+    with peer(answers(), card=lambda url: good_card(url, rpc="x" * 10_000)) as fake:
+        with pytest.raises(A2AError, match=r"^\"Fake office\"'s card gives no usable URL, http:// or https://, like "
+                                           r"'http://127.0.0.1:8000/', not 'xxx"):
+            coworker(fake.url, timeout=5)
+    skills = [{"id": "desk", "name": "desk", "description": "d" * 50_000}]
+    with peer(answers(), card=lambda url: good_card(url, skills=skills)) as fake:
+        about = coworker(fake.url, timeout=5).description
+    assert "[cut: the result was 50,000 characters; only the first 2,000 are above]" in about and len(about) < 2_300
