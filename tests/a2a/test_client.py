@@ -18,10 +18,12 @@ import pytest
 from client_fakes import events, good_card, peer, reply, status, task, whole
 from microagent import Action, Agent, final_answer, scripted
 from microagent.a2a import A2AError, coworker
+from microagent.a2a.client import CANCEL_WAIT
 from microagent.a2a.exchange import MAX_REPLY
 from microagent.mcp import MAX_RESULT
 from microagent.message import Message
 from microagent.trace import story
+from printed import check_blocks, python_blocks
 
 pytestmark = pytest.mark.timeout(60)
 ROOT = Path(__file__).resolve().parents[2]
@@ -504,3 +506,19 @@ def test_a_card_whose_url_is_no_url_is_refused_and_a_long_description_is_cut():
     with peer(answers(), card=lambda url: good_card(url, skills=skills)) as fake:
         about = coworker(fake.url, timeout=5).description
     assert "[cut: the result was 50,000 characters; only the first 2,000 are above]" in about and len(about) < 2_300
+
+
+# --- the README's taste -----------------------------------------------------------------------------------
+
+def test_the_readme_s_client_section_runs_as_printed(fresh_agent):
+    readme = (ROOT / "microagent" / "a2a" / "README.md").read_text()
+    ours = readme.split("## Calling a remote agent")[1].split("## Serving an office")[0]
+    assert len(python_blocks(ours)) == 1, "the manager asking the remote refund office, and answering its question"
+    check_blocks(ours.replace("http://127.0.0.1:8000", fresh_agent), "microagent/a2a/README.md")
+
+
+def test_the_limits_are_what_the_readme_says():
+    readme = (ROOT / "microagent" / "a2a" / "README.md").read_text()
+    assert f"{MAX_RESULT:,} characters" in readme and f"{MAX_REPLY >> 20} MiB" in readme
+    assert f"within {CANCEL_WAIT:g} s" in readme and "coworker(url, *, token=None, timeout=30.0, on_text=None, " \
+        "skill=None, name=None)" in readme
