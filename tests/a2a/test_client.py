@@ -14,14 +14,17 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from client_fakes import events, good_card, peer, reply, status, task, whole
 from microagent import Action, Agent, final_answer, scripted
 from microagent.a2a import A2AError, coworker
 from microagent.a2a.client import CANCEL_WAIT
-from microagent.a2a.exchange import MAX_REPLY
+from microagent.a2a.exchange import MAX_REPLY, _events, _mended
 from microagent.mcp import MAX_RESULT
 from microagent.message import Message
+from microagent.tool import read_json
+from microagent.transport import Key
 from microagent.trace import story
 from printed import check_blocks, python_blocks
 
@@ -522,3 +525,27 @@ def test_the_limits_are_what_the_readme_says():
     assert f"{MAX_RESULT:,} characters" in readme and f"{MAX_REPLY >> 20} MiB" in readme
     assert f"within {CANCEL_WAIT:g} s" in readme and "coworker(url, *, token=None, timeout=30.0, on_text=None, " \
         "skill=None, name=None)" in readme
+
+
+# --- invariants of the wire -------------------------------------------------------------------------------
+
+@settings(max_examples=60)
+@given(st.lists(st.text(alphabet="ab\n:", max_size=8).map(lambda t: t.replace("\n", "")), min_size=1, max_size=5),
+       st.lists(st.integers(1, 30), max_size=10))
+def test_a_stream_s_events_are_the_same_however_its_bytes_are_cut(datas, cuts):
+    stream = b"".join(b"data: " + d.encode() + b"\r\n: keep-alive\n\n" for d in datas)
+    pieces, at = [], 0
+    for n in cuts:
+        pieces.append(stream[at:at + n])
+        at += n
+    pieces.append(stream[at:])
+    assert list(_events(pieces)) == [d.encode() for d in datas]
+
+
+@settings(max_examples=60)
+@given(st.text(alphabet=st.characters(blacklist_categories=()), max_size=20))  # lone surrogates too
+def test_whatever_text_a_server_sends_comes_out_as_utf_8_and_good_text_as_it_was(text):
+    mended = _mended(read_json(json.dumps(text)), Key(None))  # \ud800 and friends, as JSON escapes them
+    mended.encode("utf-8")  # raises if a lone surrogate is left
+    if not any("\ud800" <= c <= "\udfff" for c in text):
+        assert mended == text
