@@ -222,27 +222,23 @@ def meta():
     server.run("stdio")
 
 
+def dies():
+    sys.stderr.write("loading config...\nboom: no API key in MY_SERVICE_KEY\n")
+    sys.exit(3)
+
+
+def silent():
+    time.sleep(60)
+
+
+def garbage():
+    print("Welcome to my server! Listening on stdio.", flush=True)
+    time.sleep(60)
+
+
+MODES = {"dies": dies, "silent": silent, "garbage": garbage, "stubborn": stubborn, "odd": odd,
+         "orders": orders, "meta": meta, "parent": parent, "leaky": leaky,
+         "names": lambda: names(json.loads(sys.argv[2]))}
+
 if __name__ == "__main__":
-    mode = sys.argv[1]
-    if mode == "dies":
-        sys.stderr.write("loading config...\nboom: no API key in MY_SERVICE_KEY\n")
-        sys.exit(3)
-    elif mode == "silent":
-        time.sleep(60)
-    elif mode == "garbage":
-        print("Welcome to my server! Listening on stdio.", flush=True)
-        time.sleep(60)
-    elif mode == "stubborn":
-        stubborn()
-    elif mode == "odd":
-        odd()
-    elif mode == "orders":
-        orders()
-    elif mode == "meta":
-        meta()
-    elif mode == "parent":
-        parent()
-    elif mode == "leaky":
-        leaky()
-    elif mode == "names":
-        names(json.loads(sys.argv[2]))
+    MODES[sys.argv[1]]()
