@@ -87,7 +87,9 @@ def keeping(tool: Tool) -> Tool:
     A call that raises raises a RuntimeError saying what it raised and how far it got
     (Tool.run makes that an error note); one that answers with an error note (an MCP
     call, an agent used as a tool) gets the same words at its end. To try again too,
-    keep first: `retrying(keeping(tool))`, so that each try reports from 1 again.
+    keep first: `retrying(keeping(tool))`, so that each try reports from 1 again. With
+    retry.hiding, keep last: `keeping(hiding(tool, report))` hides the failure's words
+    and keeps how far it got (the progress a client was shown as it came).
     """
     if not isinstance(tool, Tool):
         raise TypeError(f"keeping takes a Tool (make one with @as_tool), not {tool!r}")
@@ -107,8 +109,10 @@ def keeping(tool: Tool) -> Tool:
             except Exception as e:
                 if listener.last is None:
                     raise
-                raise RuntimeError(f"{type(e).__name__}: {said_by(e)} (it got as far as "
-                                   f"{told(*listener.last)})") from e
+                said = said_by(e) if type(e) is RuntimeError else \
+                    f"{type(e).__name__}: {said_by(e)}"  # (hiding's, say: said once)
+                raise RuntimeError(f"{said} (it got as far as {told(*listener.last)})") \
+                    from e
         if isinstance(out, Message) and out.error and listener.last is not None:
             return dataclasses.replace(out, content=f"{out.content} (it got as far as "
                                                     f"{told(*listener.last)})")

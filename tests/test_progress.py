@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 from microagent import Action, Agent, Tool, error_note, final_answer, scripted
 from microagent.progress import MAX_MESSAGE, keeping, listening, report, told
 from microagent.parallel import at_once
-from microagent.retry import retrying
+from microagent.retry import hiding, retrying
 
 
 def copy_files(count: int) -> str:
@@ -89,6 +89,17 @@ def test_a_kept_tool_whose_error_note_comes_back_gets_the_same_words_and_a_succe
     assert fetch_tool.run('{"fail": true}').content == ("error: the server hung up "
                                                          "(it got as far as 1 of 2: downloading)")
     assert fetch_tool.run('{"fail": false}').content == "fetched"
+
+
+def test_a_kept_hidden_tool_hides_the_failures_words_and_keeps_how_far_it_got():
+    def migrate(rows: int) -> str:
+        report(1, rows, "row 1")
+        raise OSError("password=hunter2 rejected")
+    errors = []
+    note = keeping(hiding(Tool("migrate", "Migrate the rows", migrate), errors.append)).run('{"rows": 4}')
+    assert note.content == ("error: migrate failed: RuntimeError: it failed; the details went to the "
+                            "developer (it got as far as 1 of 4: row 1)")
+    assert [str(e) for e in errors] == ["password=hunter2 rejected"]
 
 
 def test_kept_calls_report_from_one_again_and_pass_it_on_to_the_listener_outside():
