@@ -13,6 +13,8 @@
                                              say its pid, or `crash` (exit 4) leaving one behind; exits when
                                              stdin ends, its children left running
     python tests/mcp/mcp_fakes.py names N    lists tools named as the JSON list N says; a call answers with its name
+    python tests/mcp/mcp_fakes.py progress   a call tells progress every wrong way (another token, not numbers,
+                                             a flood, a step back, a huge message), then answers, then tells more
     python tests/mcp/mcp_fakes.py leaky      says the value of $SECRET_KEY everywhere it can: its info, its
                                              tool's schema, a notification, a result that is not an object,
                                              its stderr, and a line that is not JSON
@@ -187,6 +189,42 @@ def odd():
             sys.stdout.flush()
 
 
+FLOOD = 20_000  # progress notifications the `progress` fake sends in one call
+
+
+def progress():
+    """A handshake-era server whose one tool tells its progress every wrong way, then answers."""
+    def send(message):
+        sys.stdout.write(json.dumps(message) + "\n")
+
+    def told(**params):
+        send({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
+    for raw in sys.stdin:
+        msg = json.loads(raw)
+        answer = handshake(msg, "progress", ["work"])
+        if msg.get("method") == "tools/call":
+            token = msg["params"]["_meta"]["progressToken"]
+            told(progressToken=token + 1000, progress=1)  # another call's token
+            told(progressToken=str(token), progress=1)  # our token, but as text
+            told(progress=1)  # no token
+            told(progressToken=token, progress="3")
+            told(progressToken=token, progress=True)
+            told(progressToken=token, progress=2, total="ten")
+            told(progressToken=token, progress=2, total=FLOOD + 3, message=5)  # taken, with no words
+            told(progressToken=token, progress=1, message="a step back")
+            for i in range(3, FLOOD + 3):
+                told(progressToken=token, progress=i, total=FLOOD + 3, message="flooding")
+            told(progressToken=token, progress=FLOOD + 3, total=FLOOD + 3, message="x" * 100_000)
+            told(progressToken=token, progress=FLOOD + 2, message="a step back")
+            answer = {"jsonrpc": "2.0", "id": msg["id"], "result": {"content": [{"type": "text", "text": "done"}]}}
+            send(answer)
+            told(progressToken=token, progress=10**9, message="after the answer")
+            answer = None
+        if answer is not None:
+            send(answer)
+        sys.stdout.flush()
+
+
 def orders():
     """The order desk, written with the official SDK, not with microagent.mcp."""
     from mcp.server.mcpserver import MCPServer
@@ -244,5 +282,7 @@ if __name__ == "__main__":
         parent()
     elif mode == "leaky":
         leaky()
+    elif mode == "progress":
+        progress()
     elif mode == "names":
         names(json.loads(sys.argv[2]))

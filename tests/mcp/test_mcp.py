@@ -28,6 +28,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import mcp_fakes
 import mcp_peers
 from printed import check_blocks, python_blocks
 from microagent import CANCELLED, DONE, Action, Agent, Tool, final_answer, scripted, story
@@ -36,6 +37,7 @@ from microagent.mcp import Connection, McpError, Server, checkable, connect, pro
 from microagent.mcp.__main__ import main
 from microagent.mcp.tools import MAX_RESULT, cut, local_name, reads_as, said
 from microagent.mcp.wire import MAX_LINE
+from microagent.progress import MAX_MESSAGE, listening, report
 from microagent.spans import current, parse_traceparent, traced, traceparent, tracing
 
 TESTS = pathlib.Path(__file__).resolve().parents[1]
@@ -234,8 +236,10 @@ def test_the_agents_cancel_calls_off_a_long_operation_mid_way_and_the_server_kee
         assert agent.why_stop(ctx, stop) == CANCELLED and took < 2.5  # the job would take 3 s
         note = ctx.last()  # user, decision, result: the loop heard the cancel between steps
         assert [m.kind for m in ctx] == ["question", "decision", "result"]
-        assert note.error and note.content == ("error: cancelled: tools/call was called off before "
-                                               "everything answered (notifications/cancelled sent)")
+        said, got = note.content.split(" (it got as far as ")  # the progress when it was called off
+        assert note.error and said == ("error: cancelled: tools/call was called off before "
+                                       "everything answered (notifications/cancelled sent)")
+        assert got in {"2 of 6)", "3 of 6)", "4 of 6)", "5 of 6)"}  # 2 when the cancel was set, on an idle machine
         token = before_cancel[0]["params"]["progressToken"]
         # server-everything goes on with the job, telling its progress, though asked to stop:
         wait_until(lambda: 6 in progress(server, token), seconds=4)
@@ -255,6 +259,26 @@ def test_a_call_that_takes_too_long_is_called_off_at_its_timeout_and_the_server_
                                            "called off (notifications/cancelled sent). Try again, or give a "
                                            "longer timeout=")
     assert everything.call("get-sum", {"a": 2, "b": 2}) == "The sum of 2 and 2 is 4."
+
+
+def test_a_long_operations_progress_reaches_whoever_listens_each_step_increasing_to_the_last(everything):
+    long_run = {t.name: t for t in everything.tools()}["trigger-long-running-operation"]
+    heard = []
+    with listening(lambda *said: heard.append(said)):
+        note = long_run.run('{"duration": 1, "steps": 4}')
+    assert note.content == "Long running operation completed. Duration: 1 seconds, Steps: 4."
+    # each step as the server told it, the newest at each look (two within 50 ms are one)
+    assert heard[-1] == (4, 4, "") and {done for done, _, _ in heard} <= {1, 2, 3, 4}
+    assert [done for done, _, _ in heard] == sorted({done for done, _, _ in heard})
+
+
+def test_a_call_that_times_out_says_how_far_its_progress_got(everything):
+    slow = {t.name: t for t in everything.tools(timeout=1.6)}["trigger-long-running-operation"]
+    note = slow.run('{"duration": 8, "steps": 10}')  # a step each 0.8 s: 1 or 2 by the timeout
+    said, got = note.content.split(" (it got as far as ")
+    assert note.error and said == ("error: everything did not answer tools/call within 1.6 s; it was called off "
+                                   "(notifications/cancelled sent). Try again, or give a longer timeout=")
+    assert got in {"1 of 10)", "2 of 10)"}
 
 
 def test_a_server_that_floods_its_stderr_is_drained_and_still_answers(everything_command):
@@ -323,6 +347,21 @@ def test_a_server_that_dies_mid_call_while_its_child_holds_its_stdout_is_gone_no
                                                "to start it anew")
         assert server.call("spawn", {}).content == note.content
     assert not running(int(child[1]))
+
+
+def test_progress_told_every_wrong_way_is_dropped_and_the_call_still_answers():
+    heard = []
+    with connect(FAKES + ["progress"], name="progress") as server, \
+            listening(lambda *said: heard.append(said)):
+        work, = server.tools()
+        assert work.run("{}").content == "done"
+    last = mcp_fakes.FLOOD + 3
+    # another token, a token as text, no token, progress or total not numbers, a step back, and what came
+    # after the answer: none of it is heard; what is heard increases, and a long message is cut
+    assert heard[-1] == (last, last, "x" * (MAX_MESSAGE - 3) + "...")
+    dones = [done for done, _, _ in heard]
+    assert dones == sorted(set(dones)) and min(dones) >= 2 and max(dones) == last
+    assert {message for _, _, message in heard} <= {"", "flooding", heard[-1][2]}
 
 
 def test_odd_tools_get_names_and_schemas_tool_takes_and_odd_answers_are_read_or_refused(quick_stop):
