@@ -21,7 +21,7 @@
 
 It also holds tools for `python -m microagent.mcp tests.mcp.mcp_fakes:noisy tests.mcp.mcp_fakes:slow ...`
 (run from the project's folder, so that the server is this folder's microagent): one that prints on stdout while it is served, one that takes its time, one that
-raises SystemExit, and two that read stdin (a child process, and input()).
+raises SystemExit, two that read stdin (a child process, and input()), and one that reports its progress.
 """
 
 import json
@@ -51,10 +51,20 @@ def _stdin_of_a_child() -> str:
     return f"the child read {child.stdout.strip()}"
 
 
+def _copy_files(count: int) -> str:
+    # subtle: imported here, as this file run as a script may find an older microagent first
+    from microagent.progress import report
+    for i in range(1, count + 1):
+        report(i, count, f"copying file {i}")
+    return f"copied {count} files"
+
+
 noisy = Tool("noisy", "Print something on stdout, then answer.", _noisy)
 quits = Tool("quits", "Raise SystemExit.", lambda: sys.exit(3))
 child_reads = Tool("child_reads", "Run a child process that reads its stdin.", _stdin_of_a_child)
 asks = Tool("asks", "Ask with input().", lambda: f"input() gave {input()!r}")
+copy_files = Tool("copy_files", "Copy some files, telling how far it has got.", _copy_files,
+                  schema={"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]})
 slow = Tool("slow", "Sleep a while, then answer.", _slow,
             schema={"type": "object", "properties": {"seconds": {"type": "number"}}, "required": ["seconds"]})
 

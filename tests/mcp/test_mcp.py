@@ -470,6 +470,67 @@ def test_the_official_sdk_client_uses_the_offices_tools_in_each_of_its_modes(mod
     anyio.run(session)
 
 
+def test_the_official_sdk_client_hears_the_progress_a_served_tool_reports():
+    anyio = pytest.importorskip("anyio")
+    sdk = pytest.importorskip("mcp")
+    from mcp.client.client import Client
+    heard = []
+
+    async def session():
+        async def progressed(done, total, message):
+            heard.append((done, total, message))
+        office = sdk.StdioServerParameters(command=sys.executable, cwd=str(ROOT),
+                                           args=["-m", "microagent.mcp", "tests.mcp.mcp_fakes:copy_files"])
+        async with Client(office, mode="legacy") as client:
+            found = await client.call_tool("copy_files", {"count": 3}, progress_callback=progressed)
+            assert found.content[0].text == "copied 3 files"
+            heard.append("answered")
+            quiet = await client.call_tool("copy_files", {"count": 2})  # no callback: no token, no progress
+            assert quiet.content[0].text == "copied 2 files"
+    anyio.run(session)
+    assert heard == [(1, 3, "copying file 1"), (2, 3, "copying file 2"), (3, 3, "copying file 3"), "answered"]
+
+
+def test_progress_reported_in_a_served_tool_reaches_the_listener_of_our_client_in_another_process():
+    heard = []
+    office = [*OURS, "tests.mcp.mcp_fakes:copy_files"]
+    with connect(office, name="office", cwd=str(ROOT)) as server, listening(lambda *said: heard.append(said)):
+        copy_files, = server.tools()
+        assert copy_files.run('{"count": 3}').content == "copied 3 files"
+    assert heard[-1] == (3, 3, "copying file 3")  # and before it, some of 1 and 2 (two within 50 ms are one)
+    assert set(heard) <= {(1, 3, "copying file 1"), (2, 3, "copying file 2"), (3, 3, "copying file 3")}
+
+
+def test_our_server_sends_progress_only_for_a_call_that_gave_a_token_and_under_that_token():
+    def work(steps: int) -> str:
+        for i in range(1, steps + 1):
+            report(i, message="working" if i == 1 else "")
+        report(0.5 + steps)
+        return "worked"
+    tool = Tool("work", "Work a while", work)
+    call = {"name": "work", "arguments": {"steps": 2}}
+    answers = served(ask(1, "tools/call", {**call, "_meta": {"progressToken": "t-1"}}), tools=[tool])
+    assert answers[:3] == [{"jsonrpc": "2.0", "method": "notifications/progress", "params": params} for params in [
+        {"progressToken": "t-1", "progress": 1, "message": "working"}, {"progressToken": "t-1", "progress": 2},
+        {"progressToken": "t-1", "progress": 2.5}]]
+    assert answers[3]["id"] == 1 and answers[3]["result"]["content"] == [{"type": "text", "text": "worked"}]
+    for meta in [{}, {"progressToken": True}, {"progressToken": [1]}, {"progressToken": None}]:
+        answers = served(ask(2, "tools/call", {**call, "_meta": meta}), tools=[tool])
+        assert [answer.get("id") for answer in answers] == [2]  # its answer, and no progress
+
+
+def test_a_served_tool_whose_progress_steps_back_fails_saying_so():
+    def back() -> str:
+        report(2)
+        report(1)
+        return "never"
+    answers = served(ask(1, "tools/call", {"name": "back", "arguments": {}, "_meta": {"progressToken": 7}}),
+                     tools=[Tool("back", "Step back", back)])
+    assert answers[0]["params"] == {"progressToken": 7, "progress": 2}
+    assert answers[1]["result"]["isError"] and answers[1]["result"]["content"][0]["text"].startswith(
+        "back failed: ValueError: progress must increase: 1 came after 2.")
+
+
 # -- our server, hostile lines and its own rules ----------------------------------------
 
 def served(*lines: bytes, tools=None) -> list[dict]:
@@ -482,7 +543,7 @@ def served(*lines: bytes, tools=None) -> list[dict]:
 def ask(id_, method, params=None, version="2026-07-28"):
     params = dict(params or {})
     if version:
-        params["_meta"] = {"io.modelcontextprotocol/protocolVersion": version,
+        params["_meta"] = {**params.get("_meta", {}), "io.modelcontextprotocol/protocolVersion": version,
                            "io.modelcontextprotocol/clientCapabilities": {}}
     return json.dumps({"jsonrpc": "2.0", "id": id_, "method": method, "params": params}).encode() + b"\n"
 
