@@ -9,6 +9,7 @@ test_host_processes.py. The LLM office's tests talk to the stand-in model server
 import ast
 import base64
 import http.client
+import itertools
 import json
 import pathlib
 import xml.etree.ElementTree as ET
@@ -1249,6 +1250,31 @@ def test_a_brain_thinking_for_longer_than_a_lease_keeps_its_session(host):
     runner.join(60)
     assert first[0][2][-1] == ("done", {"answer": "thought 1 times"}) and calls == [1]
     assert [m.kind for m in h.notebook(sid)] == ["question", "decision", "result"]
+
+
+def test_a_tool_that_reports_progress_for_longer_than_a_lease_keeps_its_session(host):
+    go_on = threading.Event()
+
+    def copy_files() -> str:  # works for longer than the lease, telling how far it has got
+        steps = itertools.count(1)
+        deadline = time.monotonic() + 60
+        while not go_on.is_set() and time.monotonic() < deadline:
+            report(next(steps), message="copying")
+            time.sleep(0.05)
+        return "copied"
+    brain = scripted(Action("copy_files", {}), Action("final_answer", {"answer": "copied"}))
+    h = host(lambda db: Agent(brain, [Tool("copy_files", "Copy the files", copy_files), final_answer]), lease=0.5)
+    sid = h.new()
+    first = []
+    runner = threading.Thread(target=lambda: first.append(h.ask(sid, "copy")))
+    runner.start()
+    time.sleep(1.2)  # more than twice the lease, and the tool still works
+    status, _, answer = h.call("alice", "POST", f"/sessions/{sid}/resume", {})
+    assert (status, answer) == (409, {"error": "a run is streaming on this session: wait for it to end"})
+    go_on.set()
+    runner.join(60)
+    assert first[0][2][-1] == ("done", {"answer": "copied"})
+    assert [m.kind for m in h.notebook(sid)] == ["question", "decision", "result", "decision", "result"]
 
 
 # ----------------------------------------------------------------------------
