@@ -175,8 +175,9 @@ class Stream:
             SERVING.reset(tokens[1])
 
     def progressed(self, call: int, done, total, message: str) -> None:
-        """Send a tool's progress to the client being served: a `progress` event. Like
-        thinking, no note, and it renews the lease; a client gone is heard between steps."""
+        """Send a tool's progress to the client being served: a `progress` event. As
+        thinking: no note, and it renews the lease; a client gone is heard at the next
+        step."""
         if not self.event("progress", {"call": call, "done": done, "total": total,
                                        "message": message}):
             self.cancel.set()
