@@ -60,12 +60,14 @@ def report(done: float, total: float | None = None, message: str = "") -> None:
 @contextlib.contextmanager
 def listening(fn):
     """While the block runs, each report made in this thread (or a copy of its
-    context) is fn(done, total, message)."""
+    context) is fn(done, total, message); `with listening(fn) as heard:` keeps the
+    last in `heard.last`."""
     if not callable(fn):
         raise TypeError(f"listening takes a function (done, total, message), not {fn!r}")
-    token = _LISTENER.set(_Listener(fn))
+    heard = _Listener(fn)
+    token = _LISTENER.set(heard)
     try:
-        yield
+        yield heard
     finally:
         _LISTENER.reset(token)
 
@@ -102,22 +104,24 @@ def keeping(tool: Tool) -> Tool:
             if outer is not None:            # listener, which calls at once share
                 with outer.lock:
                     outer.fn(done, total, message)
-        with listening(pass_on):
-            listener = _LISTENER.get()
+        with listening(pass_on) as heard:
             try:
                 out = tool(**args)
             except Exception as e:
-                if listener.last is None:
+                if heard.last is None:
                     raise
                 said = said_by(e) if type(e) is RuntimeError else \
                     f"{type(e).__name__}: {said_by(e)}"  # (hiding's, say: said once)
-                raise RuntimeError(f"{said} (it got as far as {told(*listener.last)})") \
-                    from e
-        if isinstance(out, Message) and out.error and listener.last is not None:
-            return dataclasses.replace(out, content=f"{out.content} (it got as far as "
-                                                    f"{told(*listener.last)})")
+                raise RuntimeError(f"{said} {_as_far(heard.last)}") from e
+        if isinstance(out, Message) and out.error and heard.last is not None:
+            said = f"{out.content} {_as_far(heard.last)}"
+            return dataclasses.replace(out, content=said)
         return out
     return dataclasses.replace(tool, fn=kept)
+
+
+def _as_far(last) -> str:
+    return f"(it got as far as {told(*last)})"
 
 
 def _shown(n) -> str:

@@ -22,9 +22,10 @@ def copy_files(count: int) -> str:
 def test_a_tool_reports_to_whoever_listens_and_outside_a_listener_to_nobody():
     assert copy_files(2) == "copied 2 files"  # nobody listens: nothing happens
     heard = []
-    with listening(lambda *said: heard.append(said)):
+    with listening(lambda *said: heard.append(said)) as listener:
         copy_files(2)
     assert heard == [(1, 2, "copying file 1"), (2, 2, "copying file 2")]
+    assert listener.last == (2, 2, "copying file 2")
     copy_files(2)
     assert len(heard) == 2  # the block is over: nobody listens again
 
