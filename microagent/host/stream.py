@@ -5,17 +5,19 @@ what a resume finds); the Stream takes the session's lease, carries out a
 verdict the notebook ends with, then drives the loop a Step at a time. Whatever
 a client saw is in the notebook: a Step is committed before its event goes out.
 While a step runs, CALL names the tool call (a booking is keyed by it) and
-`thinking` sends the brain's words to the client being served.
+`thinking` sends the brain's words to the client being served, and a tool's
+`microagent.progress.report` its progress.
 """
 
 import contextlib
 import contextvars
+import functools
 import json
 import secrets
 import threading
 import time
 
-from microagent import approval
+from microagent import approval, progress
 from microagent.agent import DONE, OUT_OF_STEPS, PAUSED
 from microagent.context import Context
 from microagent.host.request import API_HEADERS, Refused
@@ -162,13 +164,25 @@ class Stream:
 
     @contextlib.contextmanager
     def serving(self, call: int):
-        """While a step runs: the tool call's identity (CALL), and where thinking goes."""
+        """While a step runs: the tool call's identity (CALL), where thinking goes, and
+        where a tool's progress goes."""
         tokens = CALL.set(f"{self.sid}/{call}"), SERVING.set(self)
         try:
-            yield
+            with progress.listening(functools.partial(self.progressed, call)):
+                yield
         finally:
             CALL.reset(tokens[0])
             SERVING.reset(tokens[1])
+
+    def progressed(self, call: int, done, total, message: str) -> None:
+        """Send a tool's progress to the client being served: a `progress` event. As
+        thinking: no note, and it renews the lease; a client gone is heard at the next
+        step."""
+        if not self.event("progress", {"call": call, "done": done, "total": total,
+                                       "message": message}):
+            self.cancel.set()
+        with contextlib.suppress(ClientGone):  # the session lost: the next commit says so
+            self.renew()
 
     def commit(self, ctx: Context, lease: bool = False, jti: str | None = None) -> bool:
         """Save the notebook, holding the session (lease) or letting it go; False if we

@@ -27,6 +27,7 @@ import pytest
 
 from microagent import Action, Agent, approval, final_answer, scripted
 from microagent.host import Server, ledger_refund, refund_office, thinking
+from microagent.progress import report
 from microagent.schema import as_tool
 
 CHROMIUM = "/usr/bin/chromium"
@@ -544,6 +545,32 @@ def test_a_reply_with_no_move_shows_what_was_wrong_as_it_comes_and_after_a_reloa
     assert alice.page.locator("#story li.error").count() == 1
     alice.page.reload()
     expect(alice.story()).to_have_text(story)
+
+
+def test_a_tools_progress_shows_on_one_line_written_over_as_it_comes(host, person):
+    step = threading.Semaphore(0)
+
+    def copy_files(count: int) -> str:
+        """Copy some files, a step each time the test lets it."""
+        for i in range(1, count + 1):
+            step.acquire(timeout=120)
+            report(i, count, f"copying <b>file {i}</b>")
+        return f"copied {count} files"
+    brain = scripted(Action("copy_files", {"count": 2}, "copy them"), Action("final_answer", {"answer": "copied"}))
+    h = host(lambda db: Agent(brain, [as_tool(copy_files), final_answer], name="support"), lease=300)
+    alice = person(h)
+    alice.start("copy")
+    step.release()
+    expect(alice.page.locator("#story li.progress")).to_have_text("… 1 of 2: copying <b>file 1</b>")
+    expect(alice.status).to_have_text("The agent is working…")  # a report is no stop
+    step.release()
+    expect(alice.page.locator("#story li.progress")).to_have_text("… 2 of 2: copying <b>file 2</b>")
+    assert alice.page.locator("b").count() == 0  # a tool's words are text
+    # when the run ends, the story is the notebook: a report is no note
+    expect(alice.story()).to_have_text(["asked: copy", '→ copy_files {"count": 2}   (copy them)',
+                                        "← copy_files: copied 2 files", '→ final_answer {"answer": "copied"}',
+                                        "← final_answer: copied"])
+    expect(alice.status).to_have_text(DONE)
 
 
 def test_the_brains_words_show_as_they_come(host, person):

@@ -13,13 +13,15 @@
                                              say its pid, or `crash` (exit 4) leaving one behind; exits when
                                              stdin ends, its children left running
     python tests/mcp/mcp_fakes.py names N    lists tools named as the JSON list N says; a call answers with its name
+    python tests/mcp/mcp_fakes.py progress   a call tells progress every wrong way (another token, not numbers,
+                                             a flood, a step back, a huge message), then answers, then tells more
     python tests/mcp/mcp_fakes.py leaky      says the value of $SECRET_KEY everywhere it can: its info, its
                                              tool's schema, a notification, a result that is not an object,
                                              its stderr, and a line that is not JSON
 
 It also holds tools for `python -m microagent.mcp tests.mcp.mcp_fakes:noisy tests.mcp.mcp_fakes:slow ...`
 (run from the project's folder, so that the server is this folder's microagent): one that prints on stdout while it is served, one that takes its time, one that
-raises SystemExit, and two that read stdin (a child process, and input()).
+raises SystemExit, two that read stdin (a child process, and input()), and one that reports its progress.
 """
 
 import json
@@ -49,10 +51,20 @@ def _stdin_of_a_child() -> str:
     return f"the child read {child.stdout.strip()}"
 
 
+def _copy_files(count: int) -> str:
+    # subtle: imported here, as this file run as a script may find an older microagent first
+    from microagent.progress import report
+    for i in range(1, count + 1):
+        report(i, count, f"copying file {i}")
+    return f"copied {count} files"
+
+
 noisy = Tool("noisy", "Print something on stdout, then answer.", _noisy)
 quits = Tool("quits", "Raise SystemExit.", lambda: sys.exit(3))
 child_reads = Tool("child_reads", "Run a child process that reads its stdin.", _stdin_of_a_child)
 asks = Tool("asks", "Ask with input().", lambda: f"input() gave {input()!r}")
+copy_files = Tool("copy_files", "Copy some files, telling how far it has got.", _copy_files,
+                  schema={"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]})
 slow = Tool("slow", "Sleep a while, then answer.", _slow,
             schema={"type": "object", "properties": {"seconds": {"type": "number"}}, "required": ["seconds"]})
 
@@ -185,6 +197,39 @@ def odd():
             send(answer)
 
 
+FLOOD = 20_000  # progress notifications the `progress` fake sends in one call
+
+
+def progress():
+    """A handshake-era server whose one tool tells its progress every wrong way, then answers."""
+    def told(**params):
+        send({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
+    for raw in sys.stdin:
+        msg = json.loads(raw)
+        answer = handshake(msg, "progress", ["work"])
+        if msg.get("method") == "tools/call":
+            token = msg["params"]["_meta"]["progressToken"]
+            told(progressToken=token + 1000, progress=1)  # another call's token
+            told(progressToken=str(token), progress=1)  # our token, but as text
+            told(progress=1)  # no token
+            told(progressToken=token, progress="3")
+            told(progressToken=token, progress=True)
+            told(progressToken=token, progress=2, total="ten")
+            told(progressToken=token, progress=2, total=FLOOD + 3, message=5)  # taken, with no words
+            told(progressToken=token, progress=1, message="a step back")
+            for i in range(3, FLOOD + 3):
+                told(progressToken=token, progress=i, total=FLOOD + 3, message="flooding")
+            told(progressToken=token, progress=FLOOD + 3, total=FLOOD + 3, message="x" * 100_000)
+            told(progressToken=token, progress=FLOOD + 2, message="a step back")
+            answer = {"jsonrpc": "2.0", "id": msg["id"], "result": {"content": [{"type": "text", "text": "done"}]}}
+            send(answer)
+            told(progressToken=token, progress=10**9, message="after the answer")
+            answer = None
+        if answer is not None:
+            send(answer)
+        sys.stdout.flush()
+
+
 def orders():
     """The order desk, written with the official SDK, not with microagent.mcp."""
     from mcp.server.mcpserver import MCPServer
@@ -235,7 +280,7 @@ def garbage():
 
 
 MODES = {"dies": dies, "silent": silent, "garbage": garbage, "stubborn": stubborn, "odd": odd,
-         "orders": orders, "meta": meta, "parent": parent, "leaky": leaky,
+         "orders": orders, "meta": meta, "parent": parent, "leaky": leaky, "progress": progress,
          "names": lambda: names(json.loads(sys.argv[2]))}
 
 if __name__ == "__main__":
