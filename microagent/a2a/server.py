@@ -9,43 +9,27 @@ who may approve their own (a host started with approve_own) is asked instead:
 `input_required`, answered "yes" or "no: <why>" on the same task. The users, their
 tokens, the rate limit, the audit trail and the request hygiene are the host's.
 
-Built on `Stream` (microagent.host.stream): `Told`'s events are A2A's, written where
-`Line` says. What it leaves out: see README.md ("## Serving an office").
+Read it with calls.py (a call read strictly, JSON-RPC's errors) and tasks.py (a
+session as a task; `Told`, a host Stream whose events are A2A's, and `follow`, which
+reads a task off the store). What it leaves out: README.md, "## Serving an office".
 """
 
-import json
 import secrets
-import time
 
 from microagent import approval
 from microagent.context import Context
-from microagent.host.request import API_HEADERS, MAX_TEXT, Refused, read_fields
+from microagent.host.request import Refused
 from microagent.host.routes import session_for, session_to_run, take_a_run
-from microagent.host.stream import Stream
 from microagent.host.users import ASKS
 from microagent.message import ASSISTANT, USER, Message
-from microagent.a2a.tasks import (AUTH_REQUIRED, CANCELLED, COMPLETED,
-                                  INPUT_REQUIRED, TERMINAL, WORKING, answer, said,
-                                  state_of, task_of, update)
+from microagent.a2a.calls import (BAD_PARAMS, BAD_REQUEST, BAD_VERSION, CODES, NO_METHOD,
+                                  NO_PUSH, NOT_CANCELABLE, PARSE, UNSUPPORTED, Failed,
+                                  envelope, fields, id_of, open_stream, result, text_of,
+                                  write)
+from microagent.a2a.tasks import (AUTH_REQUIRED, CANCELLED, TERMINAL, WORKING, Line, Told,
+                                  follow, state_of, task_of)
 
 VERSION = "1.0"  # the A2A version spoken (A2A-Version: major.minor)
-POLL = 0.2  # seconds between looks at the store while a task is followed
-# A2A's errors as JSON-RPC codes (the spec's section 5.4), and JSON-RPC's own
-NOT_FOUND, NOT_CANCELABLE, NO_PUSH, UNSUPPORTED, CONTENT_TYPE, BAD_VERSION = \
-    -32001, -32002, -32003, -32004, -32005, -32009
-PARSE, BAD_REQUEST, NO_METHOD, BAD_PARAMS = -32700, -32600, -32601, -32602
-# a refusal of the host's routes, as a JSON-RPC error (401 and 429 stay HTTP's)
-CODES = {400: BAD_PARAMS, 403: BAD_REQUEST, 404: NOT_FOUND, 409: UNSUPPORTED}
-WORDS = {str: "string", int: "whole number", bool: "true or false", dict: "object",
-         list: "list"}
-
-
-class Failed(Exception):
-    """A JSON-RPC error: its code, and a message that says what to do."""
-
-    def __init__(self, code: int, message: str):
-        super().__init__(message)
-        self.code, self.message = code, message
 
 
 def get_card(h, body: bytes) -> None:
@@ -107,64 +91,6 @@ def fail(h, user: str, task, rid, code: int, message: str) -> None:
         write(h, error)
     else:
         h.reply(200, error)
-
-
-def id_of(body: bytes) -> str | int | None:
-    """The request's id, if it has one an answer can carry (a string or a number)."""
-    try:
-        peek = json.loads(body)
-    except (ValueError, RecursionError):
-        return None
-    rid = peek.get("id") if isinstance(peek, dict) else None
-    return rid if type(rid) in (str, int) else None
-
-
-def envelope(body: bytes, rid) -> dict:
-    """The JSON-RPC request, read as strictly as the host's routes read theirs."""
-    try:
-        kind = str if rid is None else type(rid)
-        return read_fields(body, {"jsonrpc": str, "method": str, "id": kind},
-                           {"params": dict})
-    except Refused as r:
-        json_broken = r.message.startswith(("the body is not", "the JSON", "the text"))
-        raise Failed(PARSE if json_broken else BAD_REQUEST, r.message) from None
-
-
-def fields(value, where: str, required: dict, optional: dict | None = None) -> dict:
-    """`value`, a JSON object with the `required` fields and no unknown ones, each of
-    its type (name -> type); else an error that names the field."""
-    known = {**required, **(optional or {})}
-    if not isinstance(value, dict):
-        raise Failed(BAD_PARAMS, f"{where} must be a JSON object")
-    missing, unknown = required.keys() - value.keys(), value.keys() - known.keys()
-    if missing or unknown:
-        raise Failed(BAD_PARAMS, f"{where}: missing {sorted(missing)}, unknown "
-                                 f"{sorted(unknown)}; its fields are {list(known)}")
-    for name in value.keys() & known.keys():
-        if type(value[name]) is not known[name]:  # `is`: True is an int in Python
-            raise Failed(BAD_PARAMS, f"{where}.{name} must be a JSON {WORDS[known[name]]}")
-    return value
-
-
-def text_of(message: dict) -> str:
-    """The words of the caller's message: its text parts, one after another."""
-    if message["role"] != "ROLE_USER":
-        raise Failed(BAD_PARAMS, 'params.message.role must be "ROLE_USER"')
-    texts = []
-    for i, part in enumerate(message["parts"]):
-        where = f"params.message.parts[{i}]"
-        if isinstance(part, dict) and part.keys() & {"raw", "url", "data"}:
-            raise Failed(CONTENT_TYPE, f"{where}: this agent reads text parts only")
-        fields(part, where, {"text": str}, {"metadata": dict, "mediaType": str,
-                                            "filename": str})
-        if part.get("mediaType", "text/plain") != "text/plain":
-            raise Failed(CONTENT_TYPE, f"{where}: this agent reads text/plain only")
-        texts.append(part["text"])
-    text = "\n".join(texts)
-    if not (text.strip() and len(text) <= MAX_TEXT):
-        raise Failed(BAD_PARAMS, f"the message's text must hold 1 to {MAX_TEXT} "
-                                 "characters, not only spaces")
-    return text
 
 
 # ----------------------------------------------------------------------------
@@ -301,100 +227,6 @@ def subscribe_to_task(h, user: str, rid, params: dict) -> None:
     open_stream(h)
     write(h, result(rid, {"task": task_of(server, sid, s)}))
     follow(h, user, sid, rid, len(s.context), state_of(server, s))
-
-
-def follow(h, user: str, sid: str, rid, told: int, said_last: tuple) -> None:
-    """Read the task off the store until it stops or waits for the caller (whichever
-    host process runs it), sending its new steps and each change of where it stands
-    (`said_last`: the state and status message sent last)."""
-    server, state = h.server, said_last[0]
-    while state not in TERMINAL and state != INPUT_REQUIRED and not h.gone():
-        time.sleep(POLL)
-        try:
-            s = session_for(server, user, sid)
-        except Refused:  # no longer theirs to see
-            return
-        for at in range(told, len(s.context)):
-            if s.context[at].kind in ("result", "no_move"):
-                write(h, result(rid, update(sid, WORKING, said(s.context[at]), at)))
-        told = len(s.context)
-        now = state_of(server, s)
-        if now != said_last and now[0] != WORKING:
-            for event in ending(sid, s, now):
-                write(h, result(rid, event))
-        state, said_last = now[0], now
-
-
-def ending(sid: str, s, now: tuple[str, str | None]) -> list[dict]:
-    """The events that say where a task has stopped: its answer first, if it has one."""
-    at = len(s.context) - 1
-    done = [{"artifactUpdate": {"taskId": sid, "contextId": sid, "lastChunk": True,
-                                "artifact": answer(sid, s.context.last(), at)}}]
-    return (done if now[0] == COMPLETED else []) + [update(sid, now[0], now[1], at)]
-
-
-def open_stream(h) -> None:
-    h.send(200, {"Content-Type": "text/event-stream", **API_HEADERS})
-    h.streaming = True  # from here on, a failure can only end the stream
-
-
-def write(h, data: dict) -> bool:
-    """One server-sent event of JSON-RPC; False if the client has gone."""
-    try:
-        h.wfile.write(f"data: {json.dumps(data)}\n\n".encode())
-        return True
-    except OSError:
-        return False
-
-
-def result(rid, data: dict) -> dict:
-    return {"jsonrpc": "2.0", "id": rid, "result": data}
-
-
-class Line:
-    """Where a `Told` stream writes: the A2A client's connection, streamed or blocking.
-
-    Stream.run opens its event stream through `send`; here that begins A2A's stream
-    with the task as it stands (or, for a blocking call, sends nothing yet).
-    """
-
-    def __init__(self, h, sid: str, rid, streaming: bool):
-        self.h, self.server, self.sid, self.rid, self.sse = h, h.server, sid, rid, streaming
-        self.streaming, self.said, self.error, self.told = False, (WORKING, None), None, []
-        self.pieces = 0  # the brain's words sent so far, a piece at a time
-
-    def gone(self) -> bool:
-        return self.h.gone()
-
-    def send(self, status: int, headers: dict, payload: bytes = b"") -> None:
-        if self.sse:
-            open_stream(self.h)
-            s = self.server.store.load(self.sid)
-            self.put({"task": task_of(self.server, self.sid, s)})
-            self.told = list(s.context)
-
-    def put(self, data: dict) -> bool:
-        return not self.sse or write(self.h, result(self.rid, data))
-
-
-class Told(Stream):
-    """A Stream whose events are A2A's: a status update a step, and at the stop, where
-    the task stands as the store has it (the answer as an artifact)."""
-
-    def event(self, name: str, data: dict) -> bool:
-        line, sid = self.h, self.sid
-        if name == "thinking":
-            line.pieces += 1  # each piece a message of its own
-            return line.put(update(sid, WORKING, data["text"], f"thinking-{line.pieces}"))
-        if name in ("result", "no_move"):
-            return line.put(update(sid, WORKING, said(self.ctx[data["at"]]), data["at"]))
-        if name == "cancelled":
-            return False
-        line.error = data.get("error")  # the run failed: its words are the status message
-        s = self.server.store.load(sid)
-        now = state_of(self.server, s)
-        line.said, line.told = now, list(s.context)
-        return all([line.put(e) for e in ending(sid, s, (now[0], line.error or now[1]))])
 
 
 # the methods by their names, and the host's routes for A2A (microagent.host.http)

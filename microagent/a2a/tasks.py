@@ -7,13 +7,24 @@ the same task. The objects are A2A 1.0's JSON (camelCase fields, enums as their
 names); the ids of the messages and the artifact are the session's id and a note's
 index, so the same notebook always reads as the same task.
 
+A task is told as it goes in two ways: a run in this request, by `Told` (a host
+Stream whose events are A2A's) through a `Line`; or, for a run anywhere else, by
+`follow`, which reads the store until the task stops.
+
 What it leaves out: the task's history (the notebook itself is at GET /sessions/{id}).
 """
 
+import time
+
 from microagent.agent import DONE, OUT_OF_STEPS
-from microagent.host.routes import is_running
+from microagent.host.routes import is_running, session_for
+from microagent.host.request import Refused
 from microagent.host.store import Session
+from microagent.host.stream import Stream
 from microagent.message import Message
+from microagent.a2a.calls import open_stream, result, write
+
+POLL = 0.2  # seconds between looks at the store while a task is followed
 
 SUBMITTED, WORKING, COMPLETED = "TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", \
     "TASK_STATE_COMPLETED"
@@ -88,3 +99,82 @@ def said(note: Message) -> str:
     if note.kind == "result":
         return f"{note.name}{' failed' if note.error else ''}: {note.content}"
     return note.content
+
+
+# ----------------------------------------------------------------------------
+# a task told as it goes: a live run (Told, through a Line), or the store followed
+
+class Line:
+    """Where a `Told` stream writes: the A2A client's connection, streamed or blocking.
+
+    Stream.run opens its event stream through `send`; here that begins A2A's stream
+    with the task as it stands (or, for a blocking call, sends nothing yet).
+    """
+
+    def __init__(self, h, sid: str, rid, streaming: bool):
+        self.h, self.server, self.sid, self.rid, self.sse = h, h.server, sid, rid, streaming
+        self.streaming, self.said, self.error, self.told = False, (WORKING, None), None, []
+        self.pieces = 0  # the brain's words sent so far, a piece at a time
+
+    def gone(self) -> bool:
+        return self.h.gone()
+
+    def send(self, status: int, headers: dict, payload: bytes = b"") -> None:
+        if self.sse:
+            open_stream(self.h)
+            s = self.server.store.load(self.sid)
+            self.put({"task": task_of(self.server, self.sid, s)})
+            self.told = list(s.context)
+
+    def put(self, data: dict) -> bool:
+        return not self.sse or write(self.h, result(self.rid, data))
+
+
+class Told(Stream):
+    """A Stream whose events are A2A's: a status update a step, and at the stop, where
+    the task stands as the store has it (the answer as an artifact)."""
+
+    def event(self, name: str, data: dict) -> bool:
+        line, sid = self.h, self.sid
+        if name == "thinking":
+            line.pieces += 1  # each piece a message of its own
+            return line.put(update(sid, WORKING, data["text"], f"thinking-{line.pieces}"))
+        if name in ("result", "no_move"):
+            return line.put(update(sid, WORKING, said(self.ctx[data["at"]]), data["at"]))
+        if name == "cancelled":
+            return False
+        line.error = data.get("error")  # the run failed: its words are the status message
+        s = self.server.store.load(sid)
+        now = state_of(self.server, s)
+        line.said, line.told = now, list(s.context)
+        return all([line.put(e) for e in ending(sid, s, (now[0], line.error or now[1]))])
+
+
+def follow(h, user: str, sid: str, rid, told: int, said_last: tuple) -> None:
+    """Read the task off the store until it stops or waits for the caller (whichever
+    host process runs it), sending its new steps and each change of where it stands
+    (`said_last`: the state and status message sent last)."""
+    server, state = h.server, said_last[0]
+    while state not in TERMINAL and state != INPUT_REQUIRED and not h.gone():
+        time.sleep(POLL)
+        try:
+            s = session_for(server, user, sid)
+        except Refused:  # no longer theirs to see
+            return
+        for at in range(told, len(s.context)):
+            if s.context[at].kind in ("result", "no_move"):
+                write(h, result(rid, update(sid, WORKING, said(s.context[at]), at)))
+        told = len(s.context)
+        now = state_of(server, s)
+        if now != said_last and now[0] != WORKING:
+            for event in ending(sid, s, now):
+                write(h, result(rid, event))
+        state, said_last = now[0], now
+
+
+def ending(sid: str, s, now: tuple[str, str | None]) -> list[dict]:
+    """The events that say where a task has stopped: its answer first, if it has one."""
+    at = len(s.context) - 1
+    done = [{"artifactUpdate": {"taskId": sid, "contextId": sid, "lastChunk": True,
+                                "artifact": answer(sid, s.context.last(), at)}}]
+    return (done if now[0] == COMPLETED else []) + [update(sid, now[0], now[1], at)]
