@@ -15,6 +15,7 @@ reads a task off the store). What it leaves out: README.md, "## Serving an offic
 """
 
 import secrets
+import threading
 
 from microagent import approval
 from microagent.context import Context
@@ -110,9 +111,6 @@ def send_message(h, user: str, rid, params: dict, streaming: bool = False) -> No
     if "taskPushNotificationConfig" in setting:
         raise Failed(NO_PUSH, "this agent sends no push notifications: follow the task "
                               "with SubscribeToTask, or GetTask")
-    if setting.get("returnImmediately") and not streaming:
-        raise Failed(UNSUPPORTED, "this agent answers SendMessage once the task stops or "
-                                  "waits; for updates as they come, SendStreamingMessage")
     text, server = text_of(message), h.server
     server.users.needs(user, ASKS)
     sid, audit = message.get("taskId"), None
@@ -139,7 +137,10 @@ def send_message(h, user: str, rid, params: dict, streaming: bool = False) -> No
         if s.asker != user:
             raise Refused(403, "only the person who asked in this task may write in it")
         ctx, audit = reply_on(server, user, s, text)
-    line = Line(h, sid, rid, streaming)
+    apart = setting.get("returnImmediately", False) and not streaming
+    line = Line(h, sid, rid, streaming, apart)
+    if apart:
+        return run_apart(h, rid, line, Told(line, user, sid, s), ctx, audit)
     Told(line, user, sid, s).run(ctx, audit=audit)
     if not streaming:
         h.reply(200, {"jsonrpc": "2.0", "id": rid,
@@ -147,6 +148,25 @@ def send_message(h, user: str, rid, params: dict, streaming: bool = False) -> No
                                                  line.error)}})
     elif line.said[0] == AUTH_REQUIRED:  # an approver decides out of band: stay, and tell
         follow(h, user, sid, rid, len(line.told), line.said)
+
+
+def run_apart(h, rid, line: Line, stream: Told, ctx: Context, audit) -> None:
+    """returnImmediately: the run goes on in a thread of its own, and the answer is the
+    task as its run began (or the refusal that kept it from beginning)."""
+    def run():
+        try:
+            stream.run(ctx, audit=audit)
+        except Exception as e:
+            line.failed = e
+            if line.begun.is_set():  # nobody waits for it any more: to the log
+                h.server.log(f"{line.sid}: the run failed: {type(e).__name__}: {e}")
+        finally:
+            line.begun.set()
+    threading.Thread(target=run, daemon=True).start()
+    line.begun.wait()
+    if line.first is None:
+        raise line.failed
+    h.reply(200, result(rid, {"task": line.first}))
 
 
 def reply_on(server, user: str, s, text: str) -> tuple[Context, tuple | None]:

@@ -14,6 +14,7 @@ Stream whose events are A2A's) through a `Line`; or, for a run anywhere else, by
 What it leaves out: the task's history (the notebook itself is at GET /sessions/{id}).
 """
 
+import threading
 import time
 
 from microagent.agent import DONE, OUT_OF_STEPS
@@ -105,21 +106,28 @@ def said(note: Message) -> str:
 # a task told as it goes: a live run (Told, through a Line), or the store followed
 
 class Line:
-    """Where a `Told` stream writes: the A2A client's connection, streamed or blocking.
+    """Where a `Told` stream writes: the A2A client's connection, streamed or blocking,
+    or nobody's (`apart`: a run the caller does not wait for).
 
-    Stream.run opens its event stream through `send`; here that begins A2A's stream
-    with the task as it stands (or, for a blocking call, sends nothing yet).
+    Stream.run opens its event stream through `send`, once the run has the session;
+    here that begins A2A's stream with the task as it stands (or, for a blocking call,
+    sends nothing yet).
     """
 
-    def __init__(self, h, sid: str, rid, streaming: bool):
+    def __init__(self, h, sid: str, rid, streaming: bool, apart: bool = False):
         self.h, self.server, self.sid, self.rid, self.sse = h, h.server, sid, rid, streaming
         self.streaming, self.said, self.error, self.told = False, (WORKING, None), None, []
         self.pieces = 0  # the brain's words sent so far, a piece at a time
+        self.apart, self.begun, self.first, self.failed = apart, threading.Event(), None, None
 
     def gone(self) -> bool:
-        return self.h.gone()
+        return not self.apart and self.h.gone()  # apart, nobody can go: it runs to a stop
 
     def send(self, status: int, headers: dict, payload: bytes = b"") -> None:
+        if self.apart:
+            s = self.server.store.load(self.sid)
+            self.first = task_of(self.server, self.sid, s)
+            self.begun.set()
         if self.sse:
             open_stream(self.h)
             s = self.server.store.load(self.sid)

@@ -17,8 +17,8 @@ import pytest
 from a2a.client import A2ACardResolver, A2AClientError, ClientConfig, ClientFactory
 from a2a.types import (CancelTaskRequest, GetTaskRequest, Message, Part, Role, SendMessageRequest,
                        SubscribeToTaskRequest, TaskState)
-from a2a.utils.errors import (InvalidParamsError, TaskNotCancelableError, TaskNotFoundError,
-                              UnsupportedOperationError)
+from a2a.utils.errors import (InvalidParamsError, InvalidRequestError, TaskNotCancelableError,
+                              TaskNotFoundError, UnsupportedOperationError)
 
 from host_offices import request
 from microagent.host import Server, refund_office
@@ -79,11 +79,12 @@ def refunds(db: str) -> list[tuple]:
         return ledger.execute("SELECT order_id, amount FROM refunds").fetchall()
 
 
-async def client_of(h: Host, user: str, streaming: bool = False):
+async def client_of(h: Host, user: str, streaming: bool = False, polling: bool = False):
     """The SDK's client for the host's card, signed in as `user` (a bearer token)."""
     http = httpx.AsyncClient(headers={"Authorization": f"Bearer {TOKENS[user]}"}, timeout=30)
     card = await A2ACardResolver(http, h.url).get_agent_card()
-    return ClientFactory(ClientConfig(httpx_client=http, streaming=streaming)).create(card)
+    config = ClientConfig(httpx_client=http, streaming=streaming, polling=polling)
+    return ClientFactory(config).create(card)
 
 
 def asking(text: str, task=None) -> SendMessageRequest:
@@ -132,7 +133,8 @@ def test_the_card_names_the_office_its_json_rpc_address_and_its_bearer_token(hos
     assert "issue_refund waits for an approver" in card.skills[0].description
 
 
-def whole_refund(h: Host) -> None:
+def whole_refund(h: Host, again_at: Host) -> None:
+    """alice asks at h, and reconnects at `again_at` (another host on the same database)."""
     async def main():
         alice = await client_of(h, "alice")
         task = await send(alice, QUESTION)  # blocking: it returns where the task waits
@@ -144,7 +146,7 @@ def whole_refund(h: Host) -> None:
         with pytest.raises(UnsupportedOperationError, match="a message can't give it"):
             await send(alice, "yes", task.id)
         # she reconnects, streaming: the task as it stands first, then it follows bob's approval
-        again = await client_of(h, "alice", streaming=True)
+        again = await client_of(again_at, "alice", streaming=True)
         events = again.subscribe(SubscribeToTaskRequest(id=task.id))
         first = await anext(events)
         assert first.task.id == task.id
@@ -172,12 +174,12 @@ def whole_refund(h: Host) -> None:
 
 def test_a_whole_refund_with_the_sdk_client_approved_out_of_band_and_followed_after_a_reconnect(host):
     h = host()
-    whole_refund(h)
+    whole_refund(h, h)
     assert refunds(h.db) == [("A1234", 79)]
 
 
-def test_a_whole_refund_on_postgresql(host, postgres):
-    whole_refund(host(postgres))
+def test_a_whole_refund_on_postgresql_followed_from_another_host_process(host, postgres):
+    whole_refund(host(postgres), host(postgres))
 
 
 def test_a_streamed_message_stays_open_through_the_approval_and_ends_with_the_answer(host):
@@ -204,6 +206,42 @@ def test_a_streamed_message_stays_open_through_the_approval_and_ends_with_the_an
         f"status_update WORKING final_answer: {ANSWER}",
         f"artifact: {ANSWER}",
         "status_update COMPLETED"]
+
+
+def test_a_message_that_returns_at_once_leaves_its_run_going_on_in_the_host(host):
+    h = host()
+
+    async def main():
+        alice = await client_of(h, "alice", polling=True)  # SendMessage with returnImmediately
+        task = await send(alice, QUESTION)
+        assert TaskState.Name(task.status.state) == "TASK_STATE_WORKING"  # as its run began
+        for _ in range(300):  # the run goes on without anyone waiting: read it until it waits
+            now = await alice.get_task(GetTaskRequest(id=task.id))
+            if now.status.state != TaskState.TASK_STATE_WORKING:
+                break
+            await asyncio.sleep(0.1)
+        await alice.close()
+        return now
+    now = asyncio.run(main())
+    assert TaskState.Name(now.status.state) == "TASK_STATE_AUTH_REQUIRED"
+
+
+def test_nobody_approves_over_a2a_what_waits_for_an_approver_not_even_an_asker_who_approves(host):
+    h = host()  # carol asks and approves; this host lets nobody approve their own
+
+    async def main():
+        carol, bob = await client_of(h, "carol"), await client_of(h, "bob")
+        task = await send(carol, QUESTION)
+        assert TaskState.Name(task.status.state) == "TASK_STATE_AUTH_REQUIRED"
+        with pytest.raises(UnsupportedOperationError, match="a message can't give it"):
+            await send(carol, "yes", task.id)
+        with pytest.raises(InvalidRequestError, match="bob may not ask the agent"):
+            await send(bob, "yes", task.id)  # bob approves only through the host's approvals
+        await carol.close()
+        await bob.close()
+    asyncio.run(main())
+    assert refunds(h.db) == []
+    assert not any(t[2] == "approved" for t in h.trail())
 
 
 # ----------------------------------------------------------------------------
