@@ -27,8 +27,8 @@ from microagent.a2a.calls import (BAD_PARAMS, BAD_REQUEST, BAD_VERSION, CODES, N
                                   NO_PUSH, NOT_CANCELABLE, PARSE, UNSUPPORTED, Failed,
                                   envelope, fields, id_of, open_stream, result, text_of,
                                   write)
-from microagent.a2a.tasks import (AUTH_REQUIRED, CANCELLED, TERMINAL, WORKING, Line, Told,
-                                  follow, state_of, task_of)
+from microagent.a2a.tasks import (AUTH_REQUIRED, CANCELLED, SUBMITTED, TERMINAL, WORKING,
+                                  Line, Told, follow, state_of, task_of)
 
 VERSION = "1.0"  # the A2A version spoken (A2A-Version: major.minor)
 
@@ -69,8 +69,9 @@ def post_rpc(h, body: bytes) -> None:
         if method is None:
             raise Failed(NO_METHOD, f"no method {call['method'][:40]!r}; the methods are "
                                     f"{', '.join(METHODS)}")
-        params = call.get("params", {})
-        task = params.get("id") or (params.get("message") or {}).get("taskId")
+        params, message = call.get("params", {}), call.get("params", {}).get("message")
+        task = params.get("id") or (message.get("taskId") if isinstance(message, dict)
+                                    else None)  # for the audit trail
         method(h, user, rid, params)
     except Refused as r:
         if r.status not in CODES:  # the Handler answers it, with its headers (Retry-After)
@@ -147,7 +148,7 @@ def send_message(h, user: str, rid, params: dict, streaming: bool = False) -> No
                       "result": {"task": task_of(server, sid, server.store.load(sid),
                                                  line.error)}})
     elif line.said[0] == AUTH_REQUIRED:  # an approver decides out of band: stay, and tell
-        follow(h, user, sid, rid, len(line.told), line.said)
+        follow(h, user, sid, rid, line.told, line.said)
 
 
 def run_apart(h, rid, line: Line, stream: Told, ctx: Context, audit) -> None:
@@ -217,7 +218,7 @@ def cancel_task(h, user: str, rid, params: dict) -> None:
     take_a_run(server, user)
     s = session_for(server, user, sid)
     state, _ = state_of(server, s)
-    if state in TERMINAL or state == WORKING:
+    if state in TERMINAL or state in (WORKING, SUBMITTED):
         raise Failed(NOT_CANCELABLE, f"the task is {state[11:].lower()}: only a task "
                                      "that waits can be cancelled")
     if s.asker != user:

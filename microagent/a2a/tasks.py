@@ -116,7 +116,9 @@ class Line:
 
     def __init__(self, h, sid: str, rid, streaming: bool, apart: bool = False):
         self.h, self.server, self.sid, self.rid, self.sse = h, h.server, sid, rid, streaming
-        self.streaming, self.said, self.error, self.told = False, (WORKING, None), None, []
+        self.streaming = False  # Stream.run sets it; the Handler's own is set by open_stream
+        self.said, self.error = (WORKING, None), None  # (state, status message) sent last
+        self.told = 0  # the notes of the notebook told so far
         self.pieces = 0  # the brain's words sent so far, a piece at a time
         self.apart, self.begun, self.first, self.failed = apart, threading.Event(), None, None
 
@@ -132,7 +134,7 @@ class Line:
             open_stream(self.h)
             s = self.server.store.load(self.sid)
             self.put({"task": task_of(self.server, self.sid, s)})
-            self.told = list(s.context)
+            self.told = len(s.context)
 
     def put(self, data: dict) -> bool:
         return not self.sse or write(self.h, result(self.rid, data))
@@ -154,7 +156,7 @@ class Told(Stream):
         line.error = data.get("error")  # the run failed: its words are the status message
         s = self.server.store.load(sid)
         now = state_of(self.server, s)
-        line.said, line.told = now, list(s.context)
+        line.said, line.told = now, len(s.context)
         return all([line.put(e) for e in ending(sid, s, (now[0], line.error or now[1]))])
 
 

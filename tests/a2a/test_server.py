@@ -380,6 +380,8 @@ MESSAGE = {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": QUESTION}]
     ({"jsonrpc": "2.0", "id": 1, "method": "tasks/get"}, -32601, "the methods are SendMessage"),
     ({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": 7}}, -32602,
      "params.id must be a JSON string"),
+    ({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": "hi"}}, -32602,
+     "params.message must be a JSON object"),
     ({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
       "params": {"message": {**MESSAGE, "sender": "x"}}}, -32602, "unknown ['sender']"),
     ({"jsonrpc": "2.0", "id": 1, "method": "SendMessage",
