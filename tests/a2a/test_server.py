@@ -21,7 +21,8 @@ from a2a.utils.errors import (InvalidParamsError, InvalidRequestError, TaskNotCa
                               TaskNotFoundError, UnsupportedOperationError)
 
 from host_offices import request
-from microagent.host import Server, refund_office
+from microagent import Agent
+from microagent.host import Server, refund_office, thinking
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -38,9 +39,9 @@ TOKENS = {name: user["token"] for name, user in USERS.items()}
 class Host:
     """The refund office's host on a free port, in a thread."""
 
-    def __init__(self, db: str, **settings):
+    def __init__(self, db: str, office=refund_office, **settings):
         self.db = db
-        self.server = Server(refund_office, db, USERS, SECRET, quiet=True, **settings)
+        self.server = Server(office, db, USERS, SECRET, quiet=True, **settings)
         self.port = self.server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
         threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
@@ -242,6 +243,33 @@ def test_nobody_approves_over_a2a_what_waits_for_an_approver_not_even_an_asker_w
     asyncio.run(main())
     assert refunds(h.db) == []
     assert not any(t[2] == "approved" for t in h.trail())
+
+
+def thinking_office(db: str) -> Agent:
+    """The refund office whose brain says a few words before each move, and has 2 moves."""
+    office = refund_office(db)
+
+    def policy(ctx, tools):
+        thinking("Let me see. ")
+        return office.policy(ctx, tools)
+    return Agent(policy, list(office.tools.values()), max_steps=2, name=office.name)
+
+
+def test_the_brains_words_stream_as_they_come_and_out_of_steps_is_failed_saying_so(host):
+    h = host(office=thinking_office)
+
+    async def main():
+        alice = await client_of(h, "alice", streaming=True)
+        seen = [event async for event in alice.send_message(asking(QUESTION))]
+        await alice.close()
+        return seen
+    assert plain(asyncio.run(main())) == [
+        "task WORKING",
+        "status_update WORKING Let me see.",
+        "status_update WORKING look_up_order: A1234, Wireless Headphones, $79, delivered, reported defective",
+        "status_update WORKING Let me see.",
+        "status_update WORKING check_policy: eligible, within the 30 day window and reported defective",
+        "status_update FAILED out of steps: stopped after 2 turns without an answer"]
 
 
 # ----------------------------------------------------------------------------
