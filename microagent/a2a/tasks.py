@@ -144,7 +144,8 @@ class Told(Stream):
     """A Stream whose events are A2A's: a status update a step, and at the stop, where
     the task stands as the store has it (the answer as an artifact)."""
 
-    def event(self, name: str, data: dict) -> bool:
+    def event(self, name: str, data: dict, id: int | None = None) -> bool:
+        """Send the A2A events for one of the host's events (`id`: its SSE id, unused)."""
         line, sid = self.h, self.sid
         if name == "thinking":
             line.pieces += 1  # each piece a message of its own
@@ -156,6 +157,8 @@ class Told(Stream):
         line.error = data.get("error")  # the run failed: its words are the status message
         s = self.server.store.load(sid)
         now = state_of(self.server, s)
+        if now[0] == WORKING and line.error is None:  # a stop told again, while it runs on
+            return True
         line.said, line.told = now, len(s.context)
         return all([line.put(e) for e in ending(sid, s, (now[0], line.error or now[1]))])
 
