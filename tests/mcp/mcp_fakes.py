@@ -78,14 +78,19 @@ def stubborn():
         time.sleep(1)
 
 
-def handshake(msg, name, tools) -> dict | None:
+def send(message) -> None:
+    """Write one JSON-RPC message on stdout, a line of its own."""
+    print(json.dumps(message), flush=True)
+
+
+def handshake(msg, name, tools, version="2025-11-25") -> dict | None:
     """What a handshake-era server answers to server/discover (an error), initialize and tools/list;
     None to anything else."""
     method, id_ = msg.get("method"), msg.get("id")
     if method == "server/discover":
         return {"jsonrpc": "2.0", "id": id_, "error": {"code": -32601, "message": "Method not found"}}
     if method == "initialize":
-        return {"jsonrpc": "2.0", "id": id_, "result": {"protocolVersion": "2025-11-25", "capabilities": {},
+        return {"jsonrpc": "2.0", "id": id_, "result": {"protocolVersion": version, "capabilities": {},
                                                          "serverInfo": {"name": name, "version": "1"}}}
     if method == "tools/list":
         tools = [{"name": tool, "inputSchema": {"type": "object"}} for tool in tools]
@@ -109,7 +114,7 @@ def parent():
             sys.stderr.flush()
             os._exit(4)
         if answer is not None:
-            print(json.dumps(answer), flush=True)
+            send(answer)
 
 
 def names(listed):
@@ -121,7 +126,7 @@ def names(listed):
             text = f"called {msg['params']['name']}"
             answer = {"jsonrpc": "2.0", "id": msg["id"], "result": {"content": [{"type": "text", "text": text}]}}
         if answer is not None:
-            print(json.dumps(answer), flush=True)
+            send(answer)
 
 
 def leaky():
@@ -129,9 +134,6 @@ def leaky():
     key = os.environ["SECRET_KEY"]
     sys.stderr.write(f"starting with {key}\n{'.' * 100} ready\n")
     sys.stderr.flush()
-
-    def send(message):
-        print(json.dumps(message), flush=True)
     for raw in sys.stdin:
         msg = json.loads(raw)
         method, id_ = msg.get("method"), msg.get("id")
@@ -164,18 +166,12 @@ ODD_TOOLS = [
 
 
 def odd():
-    """A handshake-era server whose tools and answers are odd, one way each."""
-    def send(message):
-        print(json.dumps(message), flush=True)
+    """A handshake-era server (of protocol version 2025-06-18) whose tools and answers are odd,
+    one way each."""
     for raw in sys.stdin:
         msg = json.loads(raw)
         method, id_ = msg.get("method"), msg.get("id")
-        if method == "server/discover":
-            send({"jsonrpc": "2.0", "id": id_, "error": {"code": -32601, "message": "Method not found"}})
-        elif method == "initialize":
-            send({"jsonrpc": "2.0", "id": id_, "result": {"protocolVersion": "2025-06-18", "capabilities": {},
-                                                         "serverInfo": {"name": "odd", "version": "1"}}})
-        elif method == "tools/list":
+        if method == "tools/list":
             send({"jsonrpc": "2.0", "id": id_, "result": {"tools": ODD_TOOLS}})
         elif method == "tools/call" and msg["params"]["name"] == "admin.tools.list":
             # the server numbers its own requests: this one has the very id of the call it serves
@@ -185,6 +181,8 @@ def odd():
         elif method == "tools/call":
             sys.stdout.write('{"jsonrpc": "2.0", "id": %d, "result": {"content": []}, "result": {}}\n' % id_)
             sys.stdout.flush()
+        elif answer := handshake(msg, "odd", [], version="2025-06-18"):
+            send(answer)
 
 
 def orders():
@@ -222,27 +220,23 @@ def meta():
     server.run("stdio")
 
 
+def dies():
+    sys.stderr.write("loading config...\nboom: no API key in MY_SERVICE_KEY\n")
+    sys.exit(3)
+
+
+def silent():
+    time.sleep(60)
+
+
+def garbage():
+    print("Welcome to my server! Listening on stdio.", flush=True)
+    time.sleep(60)
+
+
+MODES = {"dies": dies, "silent": silent, "garbage": garbage, "stubborn": stubborn, "odd": odd,
+         "orders": orders, "meta": meta, "parent": parent, "leaky": leaky,
+         "names": lambda: names(json.loads(sys.argv[2]))}
+
 if __name__ == "__main__":
-    mode = sys.argv[1]
-    if mode == "dies":
-        sys.stderr.write("loading config...\nboom: no API key in MY_SERVICE_KEY\n")
-        sys.exit(3)
-    elif mode == "silent":
-        time.sleep(60)
-    elif mode == "garbage":
-        print("Welcome to my server! Listening on stdio.", flush=True)
-        time.sleep(60)
-    elif mode == "stubborn":
-        stubborn()
-    elif mode == "odd":
-        odd()
-    elif mode == "orders":
-        orders()
-    elif mode == "meta":
-        meta()
-    elif mode == "parent":
-        parent()
-    elif mode == "leaky":
-        leaky()
-    elif mode == "names":
-        names(json.loads(sys.argv[2]))
+    MODES[sys.argv[1]]()
