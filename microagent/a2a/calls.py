@@ -1,14 +1,14 @@
 """A JSON-RPC call to the office, read as strictly as the host's routes read theirs.
 
-The request is one JSON object (microagent.host.request.read_fields: each key once,
-no NaN, no deeper than 8), with known fields only, at every level of its params;
-a refusal is a `Failed` with A2A's or JSON-RPC's code and words that name the field.
-An answer is JSON-RPC's too, sent whole or as one server-sent event.
+The request is one JSON object, read by the host's own reader (server.envelope:
+microagent.host.request.read_fields, each key once, no NaN, no deeper than 8), with
+known fields only at every level of its params (`fields`); a refusal is a `Failed`
+with A2A's or JSON-RPC's code and words that name the field. An answer is JSON-RPC's
+too, sent whole or as one server-sent event. It imports nothing of the host's, so it
+can be imported first whatever imports the host next.
 """
 
 import json
-
-from microagent.host.request import API_HEADERS, MAX_TEXT, Refused, read_fields
 
 # A2A's errors as JSON-RPC codes (the spec's section 5.4), and JSON-RPC's own
 NOT_FOUND, NOT_CANCELABLE, NO_PUSH, UNSUPPORTED, CONTENT_TYPE, BAD_VERSION = \
@@ -38,17 +38,6 @@ def id_of(body: bytes) -> str | int | None:
     return rid if type(rid) in (str, int) else None
 
 
-def envelope(body: bytes, rid) -> dict:
-    """The JSON-RPC request, read as strictly as the host's routes read theirs."""
-    try:
-        kind = str if rid is None else type(rid)
-        return read_fields(body, {"jsonrpc": str, "method": str, "id": kind},
-                           {"params": dict})
-    except Refused as r:
-        json_broken = r.message.startswith(("the body is not", "the JSON", "the text"))
-        raise Failed(PARSE if json_broken else BAD_REQUEST, r.message) from None
-
-
 def fields(value, where: str, required: dict, optional: dict | None = None) -> dict:
     """`value`, a JSON object with the `required` fields and no unknown ones, each of
     its type (name -> type); else an error that names the field."""
@@ -63,32 +52,6 @@ def fields(value, where: str, required: dict, optional: dict | None = None) -> d
         if type(value[name]) is not known[name]:  # `is`: True is an int in Python
             raise Failed(BAD_PARAMS, f"{where}.{name} must be a JSON {WORDS[known[name]]}")
     return value
-
-
-def text_of(message: dict) -> str:
-    """The words of the caller's message: its text parts, one after another."""
-    if message["role"] != "ROLE_USER":
-        raise Failed(BAD_PARAMS, 'params.message.role must be "ROLE_USER"')
-    texts = []
-    for i, part in enumerate(message["parts"]):
-        where = f"params.message.parts[{i}]"
-        if isinstance(part, dict) and part.keys() & {"raw", "url", "data"}:
-            raise Failed(CONTENT_TYPE, f"{where}: this agent reads text parts only")
-        fields(part, where, {"text": str}, {"metadata": dict, "mediaType": str,
-                                            "filename": str})
-        if part.get("mediaType", "text/plain") != "text/plain":
-            raise Failed(CONTENT_TYPE, f"{where}: this agent reads text/plain only")
-        texts.append(part["text"])
-    text = "\n".join(texts)
-    if not (text.strip() and len(text) <= MAX_TEXT):
-        raise Failed(BAD_PARAMS, f"the message's text must hold 1 to {MAX_TEXT} "
-                                 "characters, not only spaces")
-    return text
-
-
-def open_stream(h) -> None:
-    h.send(200, {"Content-Type": "text/event-stream", **API_HEADERS})
-    h.streaming = True  # from here on, a failure can only end the stream
 
 
 def write(h, data: dict) -> bool:

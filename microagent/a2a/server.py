@@ -9,9 +9,9 @@ who may approve their own (a host started with approve_own) is asked instead:
 `input_required`, answered "yes" or "no: <why>" on the same task. The users, their
 tokens, the rate limit, the audit trail and the request hygiene are the host's.
 
-Read it with calls.py (a call read strictly, JSON-RPC's errors) and tasks.py (a
-session as a task; `Told`, a host Stream whose events are A2A's, and `follow`, which
-reads a task off the store). What it leaves out: README.md, "## Serving an office".
+Read it with calls.py (JSON-RPC's errors, and params read field by field) and tasks.py
+(a session as a task; `Told`, a host Stream whose events are A2A's, and `follow`,
+which reads a task off the store). What it leaves out: README.md, "## Serving an office".
 """
 
 import secrets
@@ -19,18 +19,17 @@ import threading
 
 from microagent import approval
 from microagent.context import Context
-from microagent.host.request import Refused
+from microagent.host.request import MAX_TEXT, Refused, read_fields
 from microagent.host.routes import session_for, session_to_run, take_a_run
 from microagent.host.users import ASKS
 from microagent.message import ASSISTANT, USER, Message
-from microagent.a2a.calls import (BAD_PARAMS, BAD_REQUEST, BAD_VERSION, CODES, NO_METHOD,
-                                  NO_PUSH, NOT_CANCELABLE, PARSE, UNSUPPORTED, Failed,
-                                  envelope, fields, id_of, open_stream, result, text_of,
-                                  write)
-from microagent.a2a.tasks import (AUTH_REQUIRED, CANCELLED, SUBMITTED, TERMINAL, WORKING,
-                                  Line, Told, follow, state_of, task_of)
-
-VERSION = "1.0"  # the A2A version spoken (A2A-Version: major.minor)
+from microagent.a2a.calls import (BAD_PARAMS, BAD_REQUEST, BAD_VERSION, CODES,
+                                  CONTENT_TYPE, NO_METHOD, NO_PUSH, NOT_CANCELABLE, PARSE,
+                                  UNSUPPORTED, Failed, fields, id_of, result, write)
+from microagent.a2a.client import VERSION  # the A2A version spoken, both ways
+# tasks as a module, its names read when called: tasks.py imports the host, whose
+# http.py imports this module, so either may be the one half made when the other runs
+from microagent.a2a import tasks
 
 
 def get_card(h, body: bytes) -> None:
@@ -95,6 +94,38 @@ def fail(h, user: str, task, rid, code: int, message: str) -> None:
         h.reply(200, error)
 
 
+def envelope(body: bytes, rid) -> dict:
+    """The JSON-RPC request, read as strictly as the host's routes read theirs."""
+    try:
+        kind = str if rid is None else type(rid)
+        return read_fields(body, {"jsonrpc": str, "method": str, "id": kind},
+                           {"params": dict})
+    except Refused as r:
+        json_broken = r.message.startswith(("the body is not", "the JSON", "the text"))
+        raise Failed(PARSE if json_broken else BAD_REQUEST, r.message) from None
+
+
+def text_of(message: dict) -> str:
+    """The words of the caller's message: its text parts, one after another."""
+    if message["role"] != "ROLE_USER":
+        raise Failed(BAD_PARAMS, 'params.message.role must be "ROLE_USER"')
+    texts = []
+    for i, part in enumerate(message["parts"]):
+        where = f"params.message.parts[{i}]"
+        if isinstance(part, dict) and part.keys() & {"raw", "url", "data"}:
+            raise Failed(CONTENT_TYPE, f"{where}: this agent reads text parts only")
+        fields(part, where, {"text": str}, {"metadata": dict, "mediaType": str,
+                                            "filename": str})
+        if part.get("mediaType", "text/plain") != "text/plain":
+            raise Failed(CONTENT_TYPE, f"{where}: this agent reads text/plain only")
+        texts.append(part["text"])
+    text = "\n".join(texts)
+    if not (text.strip() and len(text) <= MAX_TEXT):
+        raise Failed(BAD_PARAMS, f"the message's text must hold 1 to {MAX_TEXT} "
+                                 "characters, not only spaces")
+    return text
+
+
 # ----------------------------------------------------------------------------
 # the methods: each takes (handler, user, the request's id, params)
 
@@ -130,8 +161,8 @@ def send_message(h, user: str, rid, params: dict, streaming: bool = False) -> No
         if message.get("contextId", sid) != sid:
             raise Failed(BAD_PARAMS, "the contextId is not this task's (it is the task's "
                                      "id): send the same, or none")
-        state, _ = state_of(server, s)
-        if state in TERMINAL:
+        state, _ = tasks.state_of(server, s)
+        if state in tasks.TERMINAL:
             raise Failed(UNSUPPORTED, f"the task is {state[11:].lower()}, and takes no "
                                       "more messages: send one without a taskId to begin "
                                       "a new task")
@@ -139,19 +170,19 @@ def send_message(h, user: str, rid, params: dict, streaming: bool = False) -> No
             raise Refused(403, "only the person who asked in this task may write in it")
         ctx, audit = reply_on(server, user, s, text)
     apart = setting.get("returnImmediately", False) and not streaming
-    line = Line(h, sid, rid, streaming, apart)
+    line = tasks.Line(h, sid, rid, streaming, apart)
     if apart:
-        return run_apart(h, rid, line, Told(line, user, sid, s), ctx, audit)
-    Told(line, user, sid, s).run(ctx, audit=audit)
+        return run_apart(h, rid, line, tasks.Told(line, user, sid, s), ctx, audit)
+    tasks.Told(line, user, sid, s).run(ctx, audit=audit)
     if not streaming:
         h.reply(200, {"jsonrpc": "2.0", "id": rid,
-                      "result": {"task": task_of(server, sid, server.store.load(sid),
+                      "result": {"task": tasks.task_of(server, sid, server.store.load(sid),
                                                  line.error)}})
-    elif line.said[0] == AUTH_REQUIRED:  # an approver decides out of band: stay, and tell
-        follow(h, user, sid, rid, line.told, line.said)
+    elif line.said[0] == tasks.AUTH_REQUIRED:  # an approver decides out of band: stay, and tell
+        tasks.follow(h, user, sid, rid, line.told, line.said)
 
 
-def run_apart(h, rid, line: Line, stream: Told, ctx: Context, audit) -> None:
+def run_apart(h, rid, line, stream, ctx: Context, audit) -> None:  # a Line, a Told
     """returnImmediately: the run goes on in a thread of its own, and the answer is the
     task as its run began (or the refusal that kept it from beginning)."""
     def run():
@@ -205,7 +236,7 @@ def send_streaming_message(h, user: str, rid, params: dict) -> None:
 
 def get_task(h, user: str, rid, params: dict) -> None:
     fields(params, "params", {"id": str}, {"historyLength": int, "tenant": str})
-    task = task_of(h.server, params["id"], session_for(h.server, user, params["id"]))
+    task = tasks.task_of(h.server, params["id"], session_for(h.server, user, params["id"]))
     h.reply(200, {"jsonrpc": "2.0", "id": rid, "result": task})
 
 
@@ -217,8 +248,8 @@ def cancel_task(h, user: str, rid, params: dict) -> None:
     server, sid = h.server, params["id"]
     take_a_run(server, user)
     s = session_for(server, user, sid)
-    state, _ = state_of(server, s)
-    if state in TERMINAL or state in (WORKING, SUBMITTED):
+    state, _ = tasks.state_of(server, s)
+    if state in tasks.TERMINAL or state in (tasks.WORKING, tasks.SUBMITTED):
         raise Failed(NOT_CANCELABLE, f"the task is {state[11:].lower()}: only a task "
                                      "that waits can be cancelled")
     if s.asker != user:
@@ -227,7 +258,7 @@ def cancel_task(h, user: str, rid, params: dict) -> None:
     if waits is not None and waits.tool in server.agent.tools:
         ctx = approval.deny(ctx, server.agent.tools[waits.tool], "the task was cancelled",
                             by=user)
-    ctx = ctx.add(Message(ASSISTANT, f"{CANCELLED}{user}", server.agent.name))
+    ctx = ctx.add(Message(ASSISTANT, f"{tasks.CANCELLED}{user}", server.agent.name))
     if server.store.save(sid, ctx, s.version) is None:
         raise Failed(NOT_CANCELABLE, "the task changed while it was being cancelled: "
                                      "read it again (GetTask)")
@@ -241,13 +272,13 @@ def subscribe_to_task(h, user: str, rid, params: dict) -> None:
     server, sid = h.server, params["id"]
     take_a_run(server, user)  # a subscription holds a thread for as long as it follows
     s = session_for(server, user, sid)
-    state, _ = state_of(server, s)
-    if state in TERMINAL:
+    state, _ = tasks.state_of(server, s)
+    if state in tasks.TERMINAL:
         raise Failed(UNSUPPORTED, f"the task is {state[11:].lower()}: nothing more will "
                                   "happen to it (GetTask reads it)")
-    open_stream(h)
-    write(h, result(rid, {"task": task_of(server, sid, s)}))
-    follow(h, user, sid, rid, len(s.context), state_of(server, s))
+    tasks.open_stream(h)
+    write(h, result(rid, {"task": tasks.task_of(server, sid, s)}))
+    tasks.follow(h, user, sid, rid, len(s.context), tasks.state_of(server, s))
 
 
 # the methods by their names, and the host's routes for A2A (microagent.host.http)

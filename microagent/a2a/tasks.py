@@ -19,11 +19,11 @@ import time
 
 from microagent.agent import DONE, OUT_OF_STEPS
 from microagent.host.routes import is_running, session_for
-from microagent.host.request import Refused
+from microagent.host.request import API_HEADERS, Refused
 from microagent.host.store import Session
 from microagent.host.stream import Stream
 from microagent.message import Message
-from microagent.a2a.calls import open_stream, result, write
+from microagent.a2a.calls import result, write
 
 POLL = 0.2  # seconds between looks at the store while a task is followed
 
@@ -191,3 +191,8 @@ def ending(sid: str, s, now: tuple[str, str | None]) -> list[dict]:
     done = [{"artifactUpdate": {"taskId": sid, "contextId": sid, "lastChunk": True,
                                 "artifact": answer(sid, s.context.last(), at)}}]
     return (done if now[0] == COMPLETED else []) + [update(sid, now[0], now[1], at)]
+
+
+def open_stream(h) -> None:
+    h.send(200, {"Content-Type": "text/event-stream", **API_HEADERS})
+    h.streaming = True  # from here on, a failure can only end the stream

@@ -10,6 +10,8 @@ import asyncio
 import http.client
 import json
 import sqlite3
+import subprocess
+import sys
 import threading
 
 import httpx
@@ -376,6 +378,14 @@ def test_a_bad_token_is_refused_with_401_before_anything_is_read(host):
                                        "params": {"id": "x"}}, token="wrong")
     assert (status, response.getheader("WWW-Authenticate")) == (401, "Bearer")
     assert h.trail() == []  # a stranger writes nothing in the trail
+
+
+@pytest.mark.parametrize("module", ["calls", "tasks", "server"])
+def test_each_module_of_the_server_may_be_the_first_imported(module):
+    # the host's http.py imports server.py, which reads tasks.py, which imports the host
+    out = subprocess.run([sys.executable, "-c", f"import microagent.a2a.{module}"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
 
 
 # ----------------------------------------------------------------------------
