@@ -9,6 +9,7 @@ alice and dan ask, bob approves, carol does both.
 import asyncio
 import http.client
 import json
+import pathlib
 import sqlite3
 import subprocess
 import sys
@@ -386,6 +387,13 @@ def test_each_module_of_the_server_may_be_the_first_imported(module):
     out = subprocess.run([sys.executable, "-c", f"import microagent.a2a.{module}"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
+
+
+def test_the_benchmark_the_readme_quotes_runs():
+    bench = pathlib.Path(__file__).resolve().parents[2] / "benchmarks" / "a2a_serve.py"
+    out = subprocess.run([sys.executable, str(bench), "--runs", "2"], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0 and "over A2A (coworker, streamed)" in out.stdout, out.stderr
 
 
 # ----------------------------------------------------------------------------
