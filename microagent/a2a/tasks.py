@@ -105,6 +105,12 @@ def said(note: Message) -> str:
 # ----------------------------------------------------------------------------
 # a task told as it goes: a live run (Told, through a Line), or the store followed
 
+def open_stream(h) -> None:
+    """Begin the answer as server-sent events, on the Handler `h`."""
+    h.send(200, {"Content-Type": "text/event-stream", **API_HEADERS})
+    h.streaming = True  # from here on, a failure can only end the stream
+
+
 class Line:
     """Where a `Told` stream writes: the A2A client's connection, streamed or blocking,
     or nobody's (`apart`: a run the caller does not wait for).
@@ -192,7 +198,3 @@ def ending(sid: str, s, now: tuple[str, str | None]) -> list[dict]:
                                 "artifact": answer(sid, s.context.last(), at)}}]
     return (done if now[0] == COMPLETED else []) + [update(sid, now[0], now[1], at)]
 
-
-def open_stream(h) -> None:
-    h.send(200, {"Content-Type": "text/event-stream", **API_HEADERS})
-    h.streaming = True  # from here on, a failure can only end the stream
