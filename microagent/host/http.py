@@ -16,6 +16,7 @@ import socket
 import sys
 import threading
 
+import microagent.a2a.server as a2a  # the office as an A2A agent, built on this host
 from microagent.agent import Agent
 from microagent.host.request import API_HEADERS, Refused, read_body
 from microagent.host.routes import NO_ROUTE, ROUTES, TOP
@@ -129,6 +130,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             body = read_body(self) if method == "POST" else b""
             self.read_whole()  # the request is whole: a run may take as long as it takes
             where = self.path.split("?")[0]
+            if (method, where) in a2a.ROUTES:  # A2A: its card, JSON-RPC
+                return a2a.ROUTES[method, where](self, body)
             if method == "GET" and where in PAGE:  # no token: the page asks for one
                 return self.page(*PAGE[where])
             user = self.server.users.who(self.headers.get("Authorization", ""))
