@@ -60,8 +60,10 @@ def _exchange(url, body, headers, until, listen, key):
     parts = urllib.parse.urlsplit(url)
     https = parts.scheme == "https"
     opened = HTTPSConnection if https else HTTPConnection
+    # the socket's own timeout a second past the deadline, so that the deadline, read
+    # below at each tick, is what cuts a slow reply off, with the same words each time
     conn = opened(parts.hostname, parts.port or (443 if https else 80),  # ::1 is a host
-                  timeout=max(until - time.monotonic(), 0.01))
+                  timeout=max(until - time.monotonic(), 0.0) + 1.0)
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     got, held = queue.SimpleQueue(), []  # held: the socket, once connected
 
