@@ -18,12 +18,11 @@ from collections.abc import Mapping
 
 from microagent.context import Context
 from microagent.policy import Action
+from microagent.schema import described
 from microagent.tool import Tool
 
 MOVE = 'reply with one JSON object: {"tool": ..., "args": {...}, "reasoning": ...}'
 COMPACT = (",", ":")  # no space after a comma or a colon: each byte costs, each turn
-ARGS = ("Args:", "Arguments:", "Parameters:")  # docstring sections that name parameters
-SECTIONS = ARGS + ("Returns:", "Raises:", "Examples:", "Example:", "Note:")
 
 # --- the notebook as a request ---------------------------------------------------------
 
@@ -38,48 +37,6 @@ def tool_spec(tool: Tool) -> dict:
     summary, parameters = described(tool)
     return {"type": "function", "function": {
         "name": tool.name, "description": summary, "parameters": parameters}}
-
-
-def described(tool: Tool) -> tuple[str, dict]:
-    """A tool's summary, and its schema with a description for each parameter in `Args:`.
-
-    A docstring with no `Args:` (or `Returns:`, ...) section is the summary, whole.
-
-    >>> from microagent.schema import as_tool
-    >>> @as_tool
-    ... def refund(order_id: str, amount: float) -> str:
-    ...     '''Refund an order.
-    ...
-    ...     Args:
-    ...         order_id: The order's id,
-    ...             like A1234.
-    ...         amount (float): In dollars.
-    ...     '''
-    >>> summary, schema = described(refund)
-    >>> summary, schema["properties"]["order_id"]["description"]
-    ('Refund an order.', "The order's id, like A1234.")
-    """
-    lines = tool.description.splitlines()
-    heads = [i for i, line in enumerate(lines) if line.strip() in SECTIONS]
-    heads.append(len(lines))
-    if len(heads) == 1:
-        return tool.description, tool.schema
-    props, said, name = tool.schema["properties"], {}, None  # said: parameter -> words
-    for head, end in zip(heads[:-1], heads[1:], strict=True):
-        if lines[head].strip() not in ARGS:
-            continue
-        for line in lines[head + 1:end]:
-            # "name: what it is", or "name (type): what it is"
-            found = re.match(r"\s+(\w+)\s*(?:\([^)]*\))?:\s*(.*)", line)
-            if found and found.group(1) in props:
-                name = found.group(1)
-                said[name] = found.group(2)
-            elif name is not None and line.strip():  # a description goes on below
-                said[name] += " " + line.strip()
-    summary = "\n".join(lines[:heads[0]]).strip() or tool.description
-    props = {n: {**s, "description": said[n]} if n in said else s
-             for n, s in props.items()}
-    return summary, {**tool.schema, "properties": props}
 
 
 def to_messages(ctx: Context, native: bool = True, in_words=()) -> list[dict]:
@@ -277,7 +234,12 @@ def to_action(message: dict, tools: Mapping[str, Tool], native: bool = True) -> 
     if not isinstance(message, dict):  # the server's reader let something odd through
         return Action(None, reasoning=f"your reply could not be read (it was "
                                       f"{_kind(message)}, not a message): {expected}")
-    text, unread = _text(message.get("content"))
+    content = message.get("content")
+    try:
+        text = text_of(content)
+        unread = "no part of its content is text" if content and not text else ""
+    except TypeError as e:  # content of another kind: no words to go on
+        text, unread = "", str(e)
     calls = message.get("tool_calls") if native else None
     if unread and not (text.strip() or calls):  # nothing else to go on: say why
         return Action(None, reasoning=f"your reply held no words ({unread}): {expected}")
@@ -310,22 +272,20 @@ def _first_call(calls, tools: Mapping[str, Tool], why: str) -> Action:
                                   f"of {', '.join(tools)} by its name")
 
 
-def _text(content) -> tuple[str, str]:
-    """A reply's words, its text parts joined; and, for a reply with none, why not.
+def text_of(content) -> str:
+    """A reply's words: its text, or its text parts joined (a part that is not text,
+    an image or audio, is not read); content of any other kind is a TypeError.
 
-    >>> _text([{"type": "text", "text": "It is "}, {"type": "text", "text": "5."}])
-    ('It is 5.', '')
-    >>> _text([{"type": "image_url", "image_url": {"url": "..."}}])
-    ('', 'no part of its content is text')
+    >>> text_of([{"type": "text", "text": "It is "}, {"type": "image_url"},
+    ...          {"type": "text", "text": "5."}])
+    'It is 5.'
     """
     if content is None or isinstance(content, str):
-        return content or "", ""
+        return content or ""
     if not isinstance(content, list):
-        return "", f"its content was {_kind(content)}, not text"
-    words = [p["text"] for p in content
-             if isinstance(p, dict) and isinstance(p.get("text"), str)]
-    unread = "" if words or not content else "no part of its content is text"
-    return "".join(words), unread
+        raise TypeError(f"its content was {_kind(content)}, not text")
+    return "".join(p["text"] for p in content
+                   if isinstance(p, dict) and isinstance(p.get("text"), str))
 
 
 def read_move(text: str, tools: Mapping[str, Tool]) -> Action:

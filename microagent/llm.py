@@ -25,7 +25,7 @@ import urllib.parse
 import urllib.request
 from http.client import HTTPException
 
-from microagent.chat import encoded, to_action, to_request
+from microagent.chat import encoded, text_of, to_action, to_request
 from microagent.context import Context
 from microagent.policy import Action
 
@@ -236,7 +236,7 @@ def _read(replies, url: str, on_text, key: str | None):
                 # a chunk's delta (null: nothing), or the whole reply's message
                 piece = choice["delta"] or {} if "delta" in choice else choice["message"]
                 finish = choice.get("finish_reason") or finish
-                said += _text(piece.get("content"))
+                said += text_of(piece.get("content"))
                 for place, call in enumerate(piece.get("tool_calls") or []):
                     _add(calls, growing, call, place)
             used = (reply.get("usage") or {}).get("completion_tokens", used)
@@ -270,16 +270,6 @@ def _add(calls: list, growing: dict, piece: dict, place: int) -> None:
         said["arguments"] += fn["arguments"]
     elif fn.get("arguments") is not None:  # an object, whole: chat writes it as JSON
         said["arguments"] = fn["arguments"]
-
-
-def _text(content) -> str:
-    """A reply's words: text, or OpenAI's parts [{"type": "text", "text": ...}, ...]."""
-    if content is None or isinstance(content, str):
-        return content or ""
-    if not isinstance(content, list):
-        raise TypeError(f"its content is {type(content).__name__}, not text")
-    return "".join(p["text"] for p in content
-                   if isinstance(p, dict) and isinstance(p.get("text"), str))
 
 
 def _said(error, key: str | None) -> str:

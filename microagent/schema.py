@@ -7,12 +7,15 @@
 makes a Tool named issue_refund, described by its docstring, whose schema (what a
 language model is shown, and what the loop checks every call against) says it takes
 a string order_id and a number amount. This is the magic behind every framework's
-`@tool` decorator, in one page. The one rule: a hint is read when the tool is made,
-or refused then. What it leaves out: the fields of a dict (any JSON object passes),
-defaults, and the rest of JSON Schema; give `Tool(..., schema=...)` yourself.
+`@tool` decorator, in one page; `described(tool)` reads a description of each
+argument out of the docstring's `Args:`, for a model to be shown. The one rule: a
+hint is read when the tool is made, or refused then. What it leaves out: the fields
+of a dict (any JSON object passes), defaults, and the rest of JSON Schema; give
+`Tool(..., schema=...)` yourself.
 """
 
 import inspect
+import re
 import types
 import typing
 from collections.abc import Callable
@@ -20,13 +23,16 @@ from typing import Literal
 
 from microagent.tool import JSON_TYPES, Tool
 
+ARGS = ("Args:", "Arguments:", "Parameters:")  # docstring sections that name parameters
+SECTIONS = ARGS + ("Returns:", "Raises:", "Examples:", "Example:", "Note:")
+
 
 def as_tool(fn=None, *, name=None, description=None, terminal=False,
             needs_approval=False):
     """A function as a Tool: `@as_tool`, or `@as_tool(name=..., needs_approval=True)`.
 
-    The docstring is the tool's description, whole (the chat wire format,
-    microagent.chat, reads a Google-style `Args:` section out of it).
+    The docstring is the tool's description, whole (`described` reads a Google-style
+    `Args:` section out of it).
     """
     def make(fn):
         if not inspect.isfunction(fn):
@@ -66,6 +72,48 @@ def schema_of(fn: Callable) -> dict:
         if p.default is p.empty:
             required.append(p.name)
     return {"type": "object", "properties": props, "required": required}
+
+
+def described(tool: Tool) -> tuple[str, dict]:
+    """A tool's summary, and its schema with a description for each parameter in `Args:`.
+
+    A docstring with no `Args:` (or `Returns:`, ...) section is the summary, whole.
+    (The chat wire format, microagent.chat, shows a model what this says.)
+
+    >>> @as_tool
+    ... def refund(order_id: str, amount: float) -> str:
+    ...     '''Refund an order.
+    ...
+    ...     Args:
+    ...         order_id: The order's id,
+    ...             like A1234.
+    ...         amount (float): In dollars.
+    ...     '''
+    >>> summary, schema = described(refund)
+    >>> summary, schema["properties"]["order_id"]["description"]
+    ('Refund an order.', "The order's id, like A1234.")
+    """
+    lines = tool.description.splitlines()
+    heads = [i for i, line in enumerate(lines) if line.strip() in SECTIONS]
+    heads.append(len(lines))
+    if len(heads) == 1:
+        return tool.description, tool.schema
+    props, said, name = tool.schema["properties"], {}, None  # said: parameter -> words
+    for head, end in zip(heads[:-1], heads[1:], strict=True):
+        if lines[head].strip() not in ARGS:
+            continue
+        for line in lines[head + 1:end]:
+            # "name: what it is", or "name (type): what it is"
+            found = re.match(r"\s+(\w+)\s*(?:\([^)]*\))?:\s*(.*)", line)
+            if found and found.group(1) in props:
+                name = found.group(1)
+                said[name] = found.group(2)
+            elif name is not None and line.strip():  # a description goes on below
+                said[name] += " " + line.strip()
+    summary = "\n".join(lines[:heads[0]]).strip() or tool.description
+    props = {n: {**s, "description": said[n]} if n in said else s
+             for n, s in props.items()}
+    return summary, {**tool.schema, "properties": props}
 
 
 def _schema(hint, where: str) -> dict:

@@ -1,8 +1,7 @@
 """Spans: a run as OpenTelemetry sees it, one span for each thing that took time.
 
-A span is a named stretch of time with a place in a trace: the trace it belongs
-to, its own id, and the id of the span it is part of. A traced agent writes
-three kinds, named as OpenTelemetry's conventions for generative AI name them:
+A span is a named stretch of time in a trace: its own id, and its parent span's. A
+traced agent writes three kinds, named as OpenTelemetry's conventions for gen AI do:
 
     invoke_agent support              a run: from its first decision to its last span
       chat support_policy             each decision of the brain (chat <model>)
@@ -14,27 +13,14 @@ three kinds, named as OpenTelemetry's conventions for generative AI name them:
     with tracing():                                   # a trace: the runs inside
         ctx = agent.run(QUESTION)
 
-The one rule: a traced agent is the agent it wraps, its brain and each tool
-wrapped, and nothing in the loop (`traced(tool, record)` traces one tool alone).
-So a run's span opens with its brain's first decision there, and ends with the
-last span inside it; it is written when the `tracing` block (or the tool call)
-it ran in ends. Outside a block nothing is written: a traced agent then runs
-exactly as the agent it wraps.
+The one rule: a traced agent is the agent it wraps, its brain and each tool wrapped,
+and nothing in the loop. A run's span opens with its brain's first decision and is
+written when the `tracing` block (or the tool call) it ran in ends; outside a block
+nothing is written, and a traced agent runs exactly as the agent it wraps. Across
+processes a span travels as the W3C `traceparent` header.
 
-Across processes a span travels as the W3C `traceparent` header,
-`00-<trace id>-<span id>-<flags>`: `tracing(header)` makes the runs inside
-children of the caller's span (a header that is not well formed is ignored, as
-W3C says), and `sending(send)` wraps the LLM brain's one seam so each model
-request carries the header of its chat span, whose token counts the reply fills in.
-
-The words (the question and answer, the notebook a brain read and its move, a
-tool's arguments and result) are written only with `traced(..., content=True)`:
-they may be long or private. Then each text is cut at CAP characters (saying how
-many were left out), and what looks like a secret is written as [hidden].
-
-What it leaves out: sampling (every run in a block is written), tracestate,
-events and links, and the wire: microagent/otel/ writes spans as OTLP, to a file
-or a collector.
+What it leaves out: sampling (every run in a block is written), tracestate, events
+and links, and the wire: microagent/otel/ writes spans as OTLP.
 """
 
 import contextlib
@@ -48,6 +34,7 @@ import time
 import urllib.parse
 from typing import NamedTuple
 
+from microagent import genai
 from microagent.agent import Agent
 from microagent.message import Message
 from microagent.policy import Action
@@ -95,8 +82,10 @@ def traced(thing: Agent | Tool, record, *, model: str | None = None,
     """The same agent (or tool), writing each finished Span to `record` (a function).
 
     `model` names the brain in its chat spans (None: the brain function's name); an
-    LLM brain whose send is `sending(...)` names its model itself. `content` writes
-    the words too, each text cut at CAP characters (or at `content`, a number).
+    LLM brain whose send is `sending(...)` names its model itself. The words (the
+    question and answer, the notebook a brain read and its move, a tool's arguments
+    and result) may be long or private: only `content` writes them, each cut at CAP
+    characters (or at `content`, a number), what looks like a secret as [hidden].
     """
     if not callable(record):
         raise TypeError("record is where finished spans go: a function of a Span, "
@@ -118,8 +107,9 @@ def traced(thing: Agent | Tool, record, *, model: str | None = None,
 @contextlib.contextmanager
 def tracing(header: str | None = None):
     """A block whose runs are spans of one trace: children of the caller's span if
-    `header` (its W3C traceparent) is well formed; else of the span open here; else
-    the start of a new trace."""
+    `header` (its W3C traceparent, `00-<trace id>-<span id>-<flags>`) is well formed
+    (if not, it is ignored, as W3C says); else of the span open here; else the start
+    of a new trace."""
     above = None if header is None else parse_traceparent(header)
     with _block(above or _OPEN.get() or Parent(_new_id(16), None)):
         yield
@@ -208,13 +198,13 @@ def _deciding(agent: Agent, record, model: str, cap: int):
             "gen_ai.operation.name": "chat", "gen_ai.provider.name": "microagent",
             "gen_ai.request.model": model}, record)
         if cap:
-            chat.attributes["gen_ai.input.messages"] = _said_json(
-                [_message(m, cap) for m in ctx])
+            chat.attributes["gen_ai.input.messages"] = genai.as_json(
+                [genai.message(m, cap) for m in ctx])
         token = _OPEN.set(chat)
         try:
             action = policy(ctx, tools)
             if cap and isinstance(action, Action):
-                chat.attributes["gen_ai.output.messages"] = _said_json([_message(
+                chat.attributes["gen_ai.output.messages"] = genai.as_json([genai.message(
                     agent.decision(action), cap, "stop" if action.tool is None else
                     "tool_call")])
             return action
@@ -241,9 +231,9 @@ def _run_for(above, ctx, name: str, record, by, cap: int) -> Span:
     run.by = by
     asked = [m for m in ctx if m.kind == "question"][-1:]  # a resumed run: its question
     if cap and asked:
-        run.attributes.update({"input.value": _said(asked[0].content, cap),
-                               "gen_ai.input.messages": _said_json(
-                                   [_message(asked[0], cap)])})
+        run.attributes.update({"input.value": genai.said(asked[0].content, cap),
+                               "gen_ai.input.messages": genai.as_json(
+                                   [genai.message(asked[0], cap)])})
     _RUNS.get().append((run, record))
     # subtle: left set, so the rest of the run is inside it; the block it runs in
     # (a tracing block, a tool call) puts back what was open, and writes the run
@@ -263,7 +253,7 @@ def _calling(tool: Tool, record, cap: int) -> Tool:
             "gen_ai.tool.type": "function"}, record)
         if cap:
             span.attributes["gen_ai.tool.call.arguments"] = span.attributes[
-                "input.value"] = _said(_args(args), cap)
+                "input.value"] = genai.said(genai.arguments(args), cap)
             span.attributes["input.mime_type"] = "application/json"
         try:
             with _block(span):  # an agent used as this tool runs its run in here
@@ -271,13 +261,14 @@ def _calling(tool: Tool, record, cap: int) -> Tool:
             if isinstance(out, Message) and out.error:
                 span.error = "tool_error"  # OpenTelemetry's word for an error result
             if cap:
-                said = _said(out.content if isinstance(out, Message) else str(out), cap)
+                text = out.content if isinstance(out, Message) else str(out)
+                said = genai.said(text, cap)
                 span.attributes["gen_ai.tool.call.result"] = \
                     span.attributes["output.value"] = said
                 if tool.terminal and span.error is None and getattr(above, "by", None):
                     above.attributes.update({"output.value": said,  # the run's answer
-                                             "gen_ai.output.messages": _said_json(
-                                                 [_answer(said)])})
+                                             "gen_ai.output.messages": genai.as_json(
+                                                 [genai.answer(said)])})
             return out
         except BaseException as e:  # its type only: its words may hold a secret (hiding)
             span.error = type(e).__name__
@@ -363,64 +354,3 @@ def _told(chat: Span, reply: dict) -> None:
         why = choice.get("finish_reason") if isinstance(choice, dict) else None
         if isinstance(why, str) and FINISH.fullmatch(why):
             chat.attributes["gen_ai.response.finish_reasons"] = [why]
-
-
-# --- the words, with content=True: what looks like a secret hidden, long texts cut ----
-
-# a bearer token, a key known by its prefix, a value named like a secret (key=..., token:)
-_SECRETS = [(re.compile(r"(?i)\b(bearer|basic)(\s+)[\w.~+/=-]{6,}"), r"\1\2[hidden]"),
-            (re.compile(r"\b(?:sk|pk|rk)-[\w-]{6,}|\bgh[pousr]_\w{16,}"
-                        r"|\bxox[abp]-[\w-]{8,}|\bAKIA[0-9A-Z]{16}\b"), "[hidden]"),
-            (re.compile(r"(?i)((?:api[_-]?key|token|secret|password|passwd|authorization"
-                        r"|credential|cookie)s?[\"']?\s*[:=]\s*[\"']?)"
-                        r"(?!(?:bearer|basic)\s)[^\s\"',;&}]+"), r"\1[hidden]")]
-_SECRET_NAME = re.compile(r"(?i)key|token|secret|passw|authoriz|credential|cookie")
-
-
-def _said(text: str, cap: int) -> str:
-    """A text as a span keeps it: what looks like a secret hidden, cut at `cap`.
-
-    >>> _said('Authorization: Bearer abc.def-123, {"api_key": "k-9", "id": "A1"}', 99)
-    'Authorization: Bearer [hidden], {"api_key": "[hidden]", "id": "A1"}'
-    >>> _said("a long answer", 6)
-    'a long… [7 more characters left out]'
-    """
-    for pattern, hidden in _SECRETS:
-        text = pattern.sub(hidden, text)
-    return text if len(text) <= cap else \
-        f"{text[:cap]}… [{len(text) - cap} more characters left out]"
-
-
-def _args(args: dict) -> str:
-    """A tool's arguments as JSON text, a value under a secret's name hidden."""
-    return json.dumps({k: "[hidden]" if _SECRET_NAME.search(k) else v
-                       for k, v in args.items()}, ensure_ascii=False, default=str)
-
-
-def _text(said: str) -> dict:
-    return {"type": "text", "content": said}
-
-
-def _answer(said: str) -> dict:
-    return {"role": "assistant", "parts": [_text(said)], "finish_reason": "stop"}
-
-
-def _message(note: Message, cap: int, finish: str | None = None) -> dict:
-    """A note as the GenAI conventions write a message: a role and its parts."""
-    if note.kind == "result":
-        parts = [{"type": "tool_call_response", "response": _said(note.content, cap)}]
-    else:
-        parts = [_text(_said(note.content, cap))] if note.content else []
-    if note.kind == "decision":
-        try:
-            args = _args(json.loads(note.args))
-        except (ValueError, TypeError, AttributeError, RecursionError):  # not a dict
-            args = note.args
-        parts.append({"type": "tool_call", "name": note.tool,
-                      "arguments": _said(args, cap)})
-    out = {"role": note.role, "parts": parts}
-    return out if finish is None else {**out, "finish_reason": finish}
-
-
-def _said_json(messages: list[dict]) -> str:
-    return json.dumps(messages, ensure_ascii=False)

@@ -1,4 +1,5 @@
-"""What the tests of the hard parts share: a run checked at every step, and a refund run that pauses.
+"""What the tests of the hard parts share: a run checked at every step, a refund run that pauses,
+and a tool that waits for a verdict before each call and writes down what it paid.
 
 Run as a script, it is the "other process" of the cross-process tests:
 
@@ -107,6 +108,16 @@ def ledger_refund(ledger: pathlib.Path) -> Tool:
             f.write(f"{order_id} {amount:g}\n")
         return f"${amount:g} refunded to the original card"
     return as_tool(issue_refund, description="Refund an amount in dollars to the card.", needs_approval=True)
+
+
+def payer(paid: list) -> Tool:
+    """`pay(amount: int)`, a tool that needs approval, appending each amount it pays to `paid`."""
+    @as_tool(needs_approval=True)
+    def pay(amount: int) -> str:
+        """Pay an amount."""
+        paid.append(amount)
+        return f"paid {amount}"
+    return pay
 
 
 def reading_brain(ctx: Context, tools) -> Action:

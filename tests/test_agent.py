@@ -9,6 +9,7 @@ import threading
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from hard_parts import payer
 from microagent.agent import CANCELLED, DONE, OUT_OF_STEPS, PAUSED, Agent, Step
 from microagent.context import Context
 from microagent.message import ASSISTANT, SYSTEM, TOOL, USER, Message
@@ -248,12 +249,7 @@ def test_an_agent_built_or_run_wrongly_says_what_to_do(make, says):
 
 def test_a_tool_that_needs_approval_pauses_the_run_before_it_runs():
     paid = []
-
-    @as_tool(needs_approval=True)
-    def pay(amount: int) -> str:
-        """Pay an amount."""
-        paid.append(amount)
-        return f"paid {amount}"
+    pay = payer(paid)
     agent = Agent(scripted(Action("pay", {"amount": 5}, "pay it"), answer("paid")), [pay, final_answer])
     steps = list(agent.steps("pay 5"))
     ctx = steps[-1].context
@@ -263,11 +259,7 @@ def test_a_tool_that_needs_approval_pauses_the_run_before_it_runs():
 
 
 def test_a_call_that_cannot_fit_a_tool_that_needs_approval_is_refused_without_asking_anyone():
-    @as_tool(needs_approval=True)
-    def pay(amount: int) -> str:
-        """Pay an amount."""
-        return f"paid {amount}"
-    ctx = Agent(scripted(Action("pay", {"amount": "lots"}), answer("no")), [pay, final_answer]).run("pay")
+    ctx = Agent(scripted(Action("pay", {"amount": "lots"}), answer("no")), [payer([]), final_answer]).run("pay")
     assert kinds(ctx) == ["question", "decision", "result", "decision", "result"]
     assert ctx[2].content == "error: bad arguments for pay: amount must be integer, not str 'lots'"
 

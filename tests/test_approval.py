@@ -16,7 +16,7 @@ from unittest import mock
 import pytest
 from hypothesis import event, find, given, settings, strategies as st
 
-from hard_parts import checked, ledger_refund, refund, refund_agent, run_checked
+from hard_parts import checked, ledger_refund, payer, refund, refund_agent, run_checked
 from microagent.agent import DONE, OUT_OF_STEPS, PAUSED, Agent
 from microagent.approval import approve, deny, gate, settle, verdict, waiting
 from microagent.context import Context
@@ -249,21 +249,15 @@ def test_several_risky_calls_pause_in_turn():
 
 
 def test_max_steps_counts_every_turn_across_resumes():
-    calls = []
-
-    @as_tool(needs_approval=True)
-    def wipe(disk: str) -> str:
-        """Wipe a disk."""
-        calls.append(disk)
-        return f"{disk} wiped"
-
-    agent = Agent(scripted(*[Action("wipe", {"disk": d}) for d in "ABCD"]), [wipe, final_answer], max_steps=3)
-    ctx = run_checked(agent, "wipe them all")
+    paid = []
+    pay = payer(paid)
+    agent = Agent(scripted(*[Action("pay", {"amount": n}) for n in (1, 2, 3, 4)]), [pay, final_answer], max_steps=3)
+    ctx = run_checked(agent, "pay them all")
     for _ in range(3):  # approve whatever waits, until nothing does
         if waiting(ctx) is None:
             break
-        ctx = run_checked(agent, approve(ctx, wipe, by="root"))
-    assert calls == ["A", "B", "C"]  # the fourth was never even decided: the budget was spent
+        ctx = run_checked(agent, approve(ctx, pay, by="root"))
+    assert paid == [1, 2, 3]  # the fourth was never even decided: the budget was spent
     assert ctx.last() == Message(ASSISTANT, "out of steps: stopped after 3 turns without an answer", "agent")
     assert [s.stop for s in agent.steps(ctx)] == [OUT_OF_STEPS]  # going on again changes nothing
 

@@ -8,13 +8,12 @@ from hypothesis import given, strategies as st
 
 from microagent.agent import Agent
 from microagent.approval import approve, deny
-from microagent.chat import (described, encoded, json_rules, move_schema, read_move, to_action, to_messages,
-                             to_request, tool_spec)
+from microagent.chat import encoded, json_rules, move_schema, read_move, to_action, to_messages, to_request, tool_spec
 from microagent.context import Context
 from microagent.message import SYSTEM, USER, Message
 from microagent.policy import Action
 from microagent.saving import from_json, to_json
-from microagent.schema import as_tool
+from microagent.schema import as_tool, described
 from microagent.script import scripted
 from microagent.team import agent_tool
 from microagent.tool import Tool, final_answer

@@ -74,49 +74,14 @@ def run_cells(name: str) -> dict:
     return Names(module.__dict__)
 
 
-@pytest.fixture(scope="module")
-def nb01():
-    return run_cells("01_message.ipynb")
+def ran(name: str):
+    """A fixture holding notebooks/`name`'s names, its cells run once for the whole module."""
+    return pytest.fixture(scope="module")(lambda: run_cells(name))
 
 
-@pytest.fixture(scope="module")
-def nb02():
-    return run_cells("02_context.ipynb")
-
-
-@pytest.fixture(scope="module")
-def nb03():
-    return run_cells("03_tool.ipynb")
-
-
-@pytest.fixture(scope="module")
-def nb04():
-    return run_cells("04_policy.ipynb")
-
-
-@pytest.fixture(scope="module")
-def nb05():
-    return run_cells("05_agent.ipynb")
-
-
-@pytest.fixture(scope="module")
-def nb08():
-    return run_cells(CHAPTERS[0])
-
-
-@pytest.fixture(scope="module")
-def nb09():
-    return run_cells(CHAPTERS[1])
-
-
-@pytest.fixture(scope="module")
-def nb10():
-    return run_cells(CHAPTERS[2])
-
-
-@pytest.fixture(scope="module")
-def nb06():
-    return run_cells("06_refund_demo.ipynb")
+nb01, nb02, nb03, nb04, nb05 = map(ran, REBUILDING)
+nb06 = ran("06_refund_demo.ipynb")
+nb08, nb09, nb10 = map(ran, CHAPTERS[:3])
 
 
 def outcome(make, *args, **kwargs):

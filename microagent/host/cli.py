@@ -14,12 +14,12 @@ import importlib
 import json
 import os
 import secrets
-import unicodedata
 
 from microagent.host.http import Server
 from microagent.host.office import llm_office, refund_office
 from microagent.host.store import SERVERS, Store, shown
 from microagent.host.users import APPROVES, ASKS, read_users
+from microagent.trace import CONTROL
 
 
 def write_new(path: str, data: bytes) -> None:
@@ -60,15 +60,15 @@ def users_from(path: str) -> dict:
 
 
 def printable(value) -> str:
-    """A value of the audit trail as one line: line breaks, controls and bidi marks
-    escaped.
+    """A value of the audit trail as one line, escaped as the story escapes a note
+    (microagent.trace: line breaks, controls, marks that reorder text, characters that
+    print as nothing), and each backslash doubled, so the line reads back as the value.
 
     >>> print(printable("no\\n2026 | bob | approved \\u202e97"))
     no\\n2026 | bob | approved \\u202e97
     """
-    text = "-" if value is None else str(value)
-    return "".join(ascii(c)[1:-1] if c == "\\" or unicodedata.category(c)[0] == "C"
-                   or unicodedata.category(c) in ("Zl", "Zp") else c for c in text)
+    text = "-" if value is None else str(value).replace("\\", "\\\\")
+    return CONTROL.sub(lambda c: ascii(c.group())[1:-1], text)
 
 
 def options(argv: list[str] | None) -> argparse.Namespace:

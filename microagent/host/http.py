@@ -19,6 +19,7 @@ import sys
 import threading
 import urllib.parse
 
+import microagent.a2a.server as a2a  # the office as an A2A agent, built on this host
 from microagent.agent import Agent
 from microagent.host.follow import events_reader
 from microagent.host.request import API_HEADERS, Refused, read_body
@@ -137,6 +138,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             body = read_body(self) if method == "POST" else b""
             self.read_whole()  # the request is whole: a run may take as long as it takes
             where = self.path.split("?")[0]
+            if (method, where) in a2a.ROUTES:  # A2A: its card, JSON-RPC
+                return a2a.ROUTES[method, where](self, body)
             if method == "GET" and where in PAGE:  # no token: the page asks for one
                 return self.page(*PAGE[where])
             path = where.split("/")[1:]  # "/sessions/{id}/x" -> [sessions, id, x]

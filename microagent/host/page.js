@@ -14,6 +14,7 @@ let seen = "";         // what the story was drawn from: drawn again only when t
 let waiting = null;    // the decision that waits for our verdict: {tool, args, call, approval_token, asker}
 let asked = "";        // the arguments as the box first showed them
 let thinking = null;   // the line the brain's words stream into, while they come
+let working = null;    // the line a tool's progress shows on, written over as it comes
 let busy = false;      // a run streams to this page
 let watching = 0;      // the timer that looks at a session again while it waits for someone else
 
@@ -143,7 +144,7 @@ async function refresh(mine) {  // the session as it is now: its story and pictu
   seen = now;
   $("story").replaceChildren();
   notes = [];
-  thinking = null;
+  thinking = working = null;
   session.notebook.messages.forEach(add);
   $("session").textContent = session.asker === me.user ? `Your session ${sid}` : `Session ${sid}, `
     + `asked by ${session.asker}`;
@@ -281,7 +282,13 @@ function event(name, data) {  // one server-sent event; true if it says why the 
     thinking.textContent += plain(data.text);
     return false;
   }
-  thinking = null;
+  if (name === "progress") {  // how far a tool has got: no note either, one line written over
+    working = working || line("progress", "");
+    const of = data.total == null ? "" : ` of ${data.total}`;
+    working.textContent = plain(`… ${data.done}${of}` + (data.message ? `: ${data.message}` : ""));
+    return false;
+  }
+  thinking = working = null;
   if (name === "result") {
     const decision = {role: "assistant", tool: data.tool, args: data.args, content: data.reasoning};
     if (data.at - 1 > shown) add(decision, data.at - 1);  // after a verdict, the story has it already
@@ -315,7 +322,7 @@ function blank() {  // no story, no picture, no panel: nothing of a session show
   shown = -1;
   notes = [];
   seen = "";
-  waiting = thinking = null;
+  waiting = thinking = working = null;
   tell("");
   $("story").replaceChildren();
   unpicture();

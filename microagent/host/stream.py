@@ -7,18 +7,19 @@ a client saw is in the notebook: a Step is committed before its events go out
 (events.py says what they are). The run stops when its client leaves, or goes on
 without it (`on_disconnect`); it stops when its asker cancels it, in any process
 (the cancel moves the session's version, so the run's next commit misses, and
-reads why). While a step runs, CALL names the
-tool call (a booking is keyed by it) and `thinking` sends the brain's words to
-the client being served.
+reads why). While a step runs, CALL names the tool call (a booking is keyed by
+it) and `thinking` sends the brain's words to the client being served, and a
+tool's `microagent.progress.report` its progress.
 """
 
 import contextlib
 import contextvars
+import functools
 import secrets
 import threading
 import time
 
-from microagent import approval
+from microagent import approval, progress
 from microagent.agent import PAUSED
 from microagent.context import Context
 from microagent.host.events import no_longer, sse, token_for, told
@@ -174,13 +175,25 @@ class Stream:
 
     @contextlib.contextmanager
     def serving(self, call: int):
-        """While a step runs: the tool call's identity (CALL), and where thinking goes."""
+        """While a step runs: the tool call's identity (CALL), where thinking goes, and
+        where a tool's progress goes."""
         tokens = CALL.set(f"{self.sid}/{call}"), SERVING.set(self)
         try:
-            yield
+            with progress.listening(functools.partial(self.progressed, call)):
+                yield
         finally:
             CALL.reset(tokens[0])
             SERVING.reset(tokens[1])
+
+    def progressed(self, call: int, done, total, message: str) -> None:
+        """Send a tool's progress to the client being served: a `progress` event. As
+        thinking: no note, and it renews the lease; a client gone is heard at the next
+        step."""
+        if not self.event("progress", {"call": call, "done": done, "total": total,
+                                       "message": message}) and not self.stays:
+            self.cancel.set()
+        with contextlib.suppress(ClientGone):  # the session lost: the next commit says so
+            self.renew()
 
     def commit(self, ctx: Context, lease: bool = False, jti: str | None = None) -> bool:
         """Save the notebook, holding the session (lease) or letting it go; False if we

@@ -5,7 +5,10 @@ its timeout and until its `cancel` event is set; one not answered in time, or
 called off, is cancelled (`notifications/cancelled`), and a late reply to it is
 dropped. Every line the server writes is read as it comes (`_received`): a reply
 wakes its request, a notification is kept in `heard`, a request of the server's is
-answered (a `ping`; anything else refused). Your secrets are blanked out of each
+answered (a `ping`; anything else refused). A call's `notifications/progress` (its
+token is the call's id) is reported (microagent.progress) by the thread that waits
+for the call, the newest at each look: only progress that increases, never after
+the call is over. Your secrets are blanked out of each
 message as it is read, before anything is cut or kept; once the server is gone,
 every request waiting, and every later one, hears how it went.
 
@@ -16,15 +19,17 @@ process itself (process.py).
 import collections
 import itertools
 import json
+import math
 import threading
 import time
 
 from microagent.mcp.process import Process
 from microagent.mcp.tools import blanked
 from microagent.mcp.wire import MAX_LINE, METHOD_NOT_FOUND, line, message, quote, reply
+from microagent.progress import report
 from microagent.spans import current
 
-TICK = 0.05     # seconds between looks at a cancel event while a request waits
+TICK = 0.05     # seconds between looks at a cancel event and progress, while waiting
 HEARD = 1000    # notifications kept in `heard`, the newest
 
 
@@ -47,6 +52,8 @@ class _Waiting:
 
     def __init__(self, id_: int):
         self.id, self.done, self.reply = id_, threading.Event(), None
+        self.told = None  # the newest progress the server told, not yet reported
+        self.furthest = None  # the progress last taken from the server (it must increase)
 
 
 class Exchange:
@@ -113,7 +120,9 @@ class Exchange:
         deadline = time.monotonic() + timeout
         while True:
             left = deadline - time.monotonic()
-            if waiting.done.wait(max(0.0, left if cancel is None else min(left, TICK))):
+            answered = waiting.done.wait(max(0.0, min(left, TICK)))
+            self._tell(waiting)  # in this thread, where the caller's listener is
+            if answered:
                 return
             if cancel is not None and cancel.is_set():
                 self._call_off(waiting.id, "cancelled by the caller")
@@ -145,6 +154,34 @@ class Exchange:
             raise McpError(f"{self.name} answered {method} with a result that is not a "
                            f"JSON object: {quote(json.dumps(got.get('result')))}")
         return got["result"]
+
+    def _tell(self, waiting) -> None:
+        """Report the newest progress the server told for a call, if any."""
+        with self._lock:
+            told, waiting.told = waiting.told, None
+        if told is not None:
+            try:
+                report(*told)
+            except ValueError:  # a listener other calls report to as well: not ours
+                pass
+
+    def _progressed(self, params) -> None:
+        """Keep a call's progress for its waiting thread; drop what isn't progress."""
+        if not isinstance(params, dict):
+            return
+        token, done, total = (params.get(key) for key in ("progressToken", "progress",
+                                                          "total"))
+        if not (type(token) is int and _number(done) and (total is None or _number(total))):
+            return  # not our token (we send the call's id), or not numbers
+        with self._lock:
+            waiting = self._pending.get(token)
+            if waiting is None or waiting.reply is not None:
+                return  # no call waits for it, or the call is answered
+            if waiting.furthest is not None and done <= waiting.furthest:
+                return  # progress increases (the protocol's rule): a step back is dropped
+            waiting.furthest = done
+            said = params.get("message")
+            waiting.told = (done, total, said if isinstance(said, str) else "")
 
     def _call_off(self, id_, reason):
         self._process.put(line({"jsonrpc": "2.0", "method": "notifications/cancelled",
@@ -184,6 +221,8 @@ class Exchange:
         elif isinstance(method, str):  # a notification
             if method == "notifications/tools/list_changed":
                 self.changed_at = self.seen
+            elif method == "notifications/progress":
+                self._progressed(msg.get("params"))
             self.heard.append(msg if size <= 4096 else {"method": method})
         elif type(id_) in (int, str) and ("result" in msg or "error" in msg):
             self.heard.append({"id": id_})  # a reply: kept short, in its place in order
@@ -228,3 +267,7 @@ class Exchange:
     def blank(self, value):
         """`value` (text or JSON) with your secrets blanked out (tools.blanked)."""
         return blanked(value, self._secrets)
+
+
+def _number(n) -> bool:
+    return type(n) in (int, float) and math.isfinite(n)

@@ -29,6 +29,8 @@ Each call runs inside `tracing(traceparent)` of the header its params._meta
 carries (SEP-414), so a tool served traced (`traced(tool, record)`, or
 `python -m microagent.mcp --spans FILE`) writes its span as a child of the
 client's, and a tool that calls out finds the caller's header in `current()`.
+A call whose _meta carries a progressToken runs listening (microagent.progress):
+each report of its tool is sent to the client as `notifications/progress`.
 
 What it leaves out: resources, prompts, sampling, elicitation (the protocol's way
 of asking the client's user; the office's approval stays with its own people),
@@ -36,6 +38,8 @@ notifications of a changed list (the tools are fixed while it serves), and
 transports other than stdio.
 """
 
+import contextlib
+import functools
 import json
 import os
 import queue
@@ -46,6 +50,7 @@ from microagent.mcp.wire import (CAPABILITIES_KEY, INTERNAL_ERROR, INVALID_PARAM
                                  INVALID_REQUEST, LEGACY, MAX_LINE, METHOD_NOT_FOUND, MODERN,
                                  PARSE_ERROR, SERVER_KEY, UNSUPPORTED_VERSION, VERSION_KEY,
                                  line, message, reply)
+from microagent.progress import listening
 from microagent.spans import tracing
 from microagent.tool import Tool, said_by
 
@@ -253,7 +258,7 @@ class _Session:
         if id_ in self.called_off:  # called off before its turn came
             return self.settle(id_, None)
         try:
-            answer = reply(id_, self.stamped(self.run(params), modern))
+            answer = reply(id_, self.stamped(self.run(params, id_), modern))
         except _Refusal as no:
             answer = reply(id_, code=no.code, said=str(no), data=no.data)
         except Exception as e:  # a bug here must not leave the client waiting for ever
@@ -269,7 +274,19 @@ class _Session:
             self.running.discard(id_)
             self.lock.notify_all()
 
-    def run(self, params) -> dict:
+    def progressed(self, id_, token, done, total, message):
+        """Tell the client how far a call has got, unless it called the call off."""
+        told = {"progressToken": token, "progress": done}
+        if total is not None:
+            told["total"] = total
+        if message:
+            told["message"] = message
+        with self.lock:
+            if id_ not in self.called_off:
+                self.write({"jsonrpc": "2.0", "method": "notifications/progress",
+                            "params": told})
+
+    def run(self, params, id_) -> dict:
         name, arguments = params.get("name"), params.get("arguments", {})
         if not isinstance(name, str):
             raise _Refusal(INVALID_PARAMS, "tools/call needs the tool's name")
@@ -283,10 +300,13 @@ class _Session:
             return _result(NEEDS_A_HUMAN.format(name=name), True)
         meta = params.get("_meta")  # a client's span rides in it (SEP-414), or nothing does
         caller = meta.get("traceparent") if isinstance(meta, dict) else None
+        token = _id(meta.get("progressToken")) if isinstance(meta, dict) else None
+        told = (contextlib.nullcontext() if token is None else  # the tool's reports, sent
+                listening(functools.partial(self.progressed, id_, token)))
         try:
             # in the thread that runs the tool (a context stays in its thread): a traced
             # tool's span is the caller's child; a header not well formed is ignored
-            with tracing(caller if isinstance(caller, str) else None):
+            with tracing(caller if isinstance(caller, str) else None), told:
                 note = tool.run(json.dumps(arguments))
         except BaseException as e:  # SystemExit too: Tool.run lets it out, and a worker
             failed = f"{name} failed: {type(e).__name__}"  # it ended would serve no more

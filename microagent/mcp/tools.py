@@ -1,7 +1,8 @@
 """A server's tools and answers, as the book's: a Tool, its name, its schema, a result.
 
 The client's half of the translation (server.py's `listing` is the other way):
-each tool a server lists becomes a `Tool` (`tool_from`) whose name chat APIs take
+each tool a server lists becomes a `Tool` (`tool_from`, kept by microagent.progress,
+so a failed call says how far its progress got) whose name chat APIs take
 (`local_name`), none reading like another or like final_answer (`reads_as`), and
 whose schema is one Tool's check can read (`checkable`); a call's result becomes
 text (`said`), cut at MAX_RESULT characters (`cut`), or an error note (`failed`);
@@ -16,6 +17,7 @@ import unicodedata
 
 from microagent.message import Message
 from microagent.mcp.wire import quote
+from microagent.progress import keeping
 from microagent.tool import Tool, error_note, final_answer
 
 MAX_RESULT = 40_000  # characters of a result the brain reads (about 10,000 tokens)
@@ -53,7 +55,8 @@ def tool_from(spec, call, prefix: str = "", taken=()) -> Tool:
 
     def run(**arguments) -> str | Message:
         return call(name, arguments)
-    return Tool(local_name(prefix + name, taken), str(about), run, schema=fit)
+    # kept: each call's progress checked on its own, and a failure says how far it got
+    return keeping(Tool(local_name(prefix + name, taken), str(about), run, schema=fit))
 
 
 def said(result: dict) -> str:

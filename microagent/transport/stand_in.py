@@ -170,7 +170,7 @@ def null_content(body: dict) -> str | None:
     return None
 
 
-class Server:
+class StandIn:
     """The running stand-in: its url, what it was sent, and whether a client hung up."""
 
     def __init__(self, script: list[dict], certificate: str | None = None):
@@ -205,7 +205,7 @@ class Server:
 
             do_GET = do_POST  # a client that follows a redirect with a GET finds the script
 
-            def log_message(self, *args):  # quiet: the tests read what matters from Server
+            def log_message(self, *args):  # quiet: the tests read what matters from StandIn
                 pass
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -313,7 +313,7 @@ class Server:
         self.httpd.shutdown()
         self.httpd.server_close()
 
-    def __enter__(self) -> "Server":
+    def __enter__(self) -> "StandIn":
         return self
 
     def __exit__(self, *exc) -> None:
@@ -337,7 +337,7 @@ def send(handler, status: int, text: str, content_type: str, headers: dict | Non
     handler.wfile.write(data)
 
 
-def serve(script: list[dict], certificate: str | None = None) -> Server:
+def serve(script: list[dict], certificate: str | None = None) -> StandIn:
     """Start a stand-in server that answers each request with the next entry of `script`;
     with a `certificate` (a PEM file holding it and its key), at an https:// address."""
-    return Server(script, certificate)
+    return StandIn(script, certificate)

@@ -9,6 +9,7 @@ test_host_processes.py. The LLM office's tests talk to the stand-in model server
 import ast
 import base64
 import http.client
+import itertools
 import json
 import pathlib
 import xml.etree.ElementTree as ET
@@ -24,7 +25,7 @@ from hypothesis import given, settings, strategies as st
 
 from host_offices import request
 from microagent.transport.stand_in import reply, serve
-from microagent import Action, Agent, Context, approval, final_answer, from_json, scripted
+from microagent import Action, Agent, Context, Tool, approval, final_answer, from_json, scripted
 from microagent.host import (MAX_BODY, MAX_DEPTH, MAX_TEXT, Server, args_hash, llm_office, refund_office, sign,
                              thinking, verify)
 from microagent.host import Handler, main
@@ -33,6 +34,7 @@ from microagent.host.users import read_users
 from microagent.host.store import Store
 from microagent.demo import check_policy, look_up_order, support_policy
 from microagent.invariants import check
+from microagent.progress import keeping, report
 from microagent.picture import draw
 from microagent.schema import as_tool
 
@@ -570,6 +572,38 @@ def test_a_client_gone_while_the_llm_thinks_stops_the_brain_mid_reply_and_the_se
         assert stream[-1] == ("done", {"answer": "Sorry, no."})
     finally:
         model.close()
+
+
+def test_a_tools_progress_streams_as_events_before_its_result_and_the_log_keeps_a_failures_last(host):
+    def copy_files(count: int) -> str:
+        for i in range(1, count + 1):
+            report(i, count, f"copying file {i}")
+            if i == 2 and count > 2:
+                raise OSError("disk full")
+        return f"copied {count} files"
+    copying = keeping(Tool("copy_files", "Copy files", copy_files))
+    brain = scripted(Action("copy_files", {"count": 2}), Action("copy_files", {"count": 5}),
+                     Action("final_answer", {"answer": "half done"}))
+    h = host(lambda db: Agent(brain, [copying, final_answer]))
+    logged = []
+    h.server.log = logged.append  # the server's log, read here
+    sid = h.new()
+    status, _, stream = h.ask(sid, "copy")
+    assert [(event, data) for event, data in stream if event == "progress"] == [
+        ("progress", {"call": 1, "done": 1, "total": 2, "message": "copying file 1"}),
+        ("progress", {"call": 1, "done": 2, "total": 2, "message": "copying file 2"}),
+        ("progress", {"call": 3, "done": 1, "total": 5, "message": "copying file 1"}),
+        ("progress", {"call": 3, "done": 2, "total": 5, "message": "copying file 2"})]
+    # each call's progress comes before its result
+    assert names(stream) == ["progress", "progress", "result:copy_files", "progress", "progress",
+                             "result:copy_files", "result:final_answer", "done"]
+    # question, decision, result, decision, result, decision, result: a report is no note
+    notebook = h.notebook(sid)
+    assert len(notebook) == 7 and notebook[4].error
+    # the host hides a tool's failure from the brain and the page; its log keeps the whole of it
+    assert notebook[4].content == "error: copy_files failed: RuntimeError: the tool failed"
+    assert [line for line in logged if "a tool failed" in line] == [
+        f"{sid}/3: a tool failed: RuntimeError: OSError: disk full (it got as far as 2 of 5: copying file 2)"]
 
 
 # ----------------------------------------------------------------------------
@@ -1141,8 +1175,9 @@ def test_the_audit_trail_prints_a_reason_with_line_breaks_on_its_own_line(host, 
 def test_an_audit_row_prints_as_one_line_whatever_its_values_hold(values):
     printed = " | ".join(printable(v) for v in values)
     assert printed.splitlines() in ([printed], [])  # one line: no break of any kind Python knows
-    # no control character, no mark that reorders text, no half a character: each shows as its escape
-    assert not [c for c in printed if unicodedata.category(c)[0] == "C" or unicodedata.category(c) in ("Zl", "Zp")]
+    # no control character but tab, no format character (a mark that reorders text, one that prints as
+    # nothing), no half a character: each shows as its escape, as in the story
+    assert not [c for c in printed if c != "\t" and unicodedata.category(c) in ("Cc", "Cf", "Cs", "Zl", "Zp")]
 
 
 def test_every_answer_of_the_api_says_nosniff_and_no_store(host):
@@ -1218,6 +1253,31 @@ def test_a_brain_thinking_for_longer_than_a_lease_keeps_its_session(host):
     runner.join(60)
     assert first[0][2][-1] == ("done", {"answer": "thought 1 times"}) and calls == [1]
     assert [m.kind for m in h.notebook(sid)] == ["question", "decision", "result"]
+
+
+def test_a_tool_that_reports_progress_for_longer_than_a_lease_keeps_its_session(host):
+    go_on = threading.Event()
+
+    def copy_files() -> str:  # works for longer than the lease, telling how far it has got
+        steps = itertools.count(1)
+        deadline = time.monotonic() + 60
+        while not go_on.is_set() and time.monotonic() < deadline:
+            report(next(steps), message="copying")
+            time.sleep(0.05)
+        return "copied"
+    brain = scripted(Action("copy_files", {}), Action("final_answer", {"answer": "copied"}))
+    h = host(lambda db: Agent(brain, [Tool("copy_files", "Copy the files", copy_files), final_answer]), lease=0.5)
+    sid = h.new()
+    first = []
+    runner = threading.Thread(target=lambda: first.append(h.ask(sid, "copy")))
+    runner.start()
+    time.sleep(1.2)  # more than twice the lease, and the tool still works
+    status, _, answer = h.call("alice", "POST", f"/sessions/{sid}/resume", {})
+    assert (status, answer) == (409, {"error": "a run is streaming on this session: wait for it to end"})
+    go_on.set()
+    runner.join(60)
+    assert first[0][2][-1] == ("done", {"answer": "copied"})
+    assert [m.kind for m in h.notebook(sid)] == ["question", "decision", "result", "decision", "result"]
 
 
 # ----------------------------------------------------------------------------

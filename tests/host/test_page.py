@@ -30,6 +30,7 @@ import pytest
 from host_offices import Listener, gated_refund_office
 from microagent import Action, Agent, approval, final_answer, scripted
 from microagent.host import Server, ledger_refund, refund_office, thinking
+from microagent.progress import report
 from microagent.schema import as_tool
 
 CHROMIUM = "/usr/bin/chromium"
@@ -549,6 +550,32 @@ def test_a_reply_with_no_move_shows_what_was_wrong_as_it_comes_and_after_a_reloa
     expect(alice.story()).to_have_text(story)
 
 
+def test_a_tools_progress_shows_on_one_line_written_over_as_it_comes(host, person):
+    step = threading.Semaphore(0)
+
+    def copy_files(count: int) -> str:
+        """Copy some files, a step each time the test lets it."""
+        for i in range(1, count + 1):
+            step.acquire(timeout=120)
+            report(i, count, f"copying <b>file {i}</b>")
+        return f"copied {count} files"
+    brain = scripted(Action("copy_files", {"count": 2}, "copy them"), Action("final_answer", {"answer": "copied"}))
+    h = host(lambda db: Agent(brain, [as_tool(copy_files), final_answer], name="support"), lease=300)
+    alice = person(h)
+    alice.start("copy")
+    step.release()
+    expect(alice.page.locator("#story li.progress")).to_have_text("… 1 of 2: copying <b>file 1</b>")
+    expect(alice.status).to_have_text("The agent is working…")  # a report is no stop
+    step.release()
+    expect(alice.page.locator("#story li.progress")).to_have_text("… 2 of 2: copying <b>file 2</b>")
+    assert alice.page.locator("b").count() == 0  # a tool's words are text
+    # when the run ends, the story is the notebook: a report is no note
+    expect(alice.story()).to_have_text(["asked: copy", '→ copy_files {"count": 2}   (copy them)',
+                                        "← copy_files: copied 2 files", '→ final_answer {"answer": "copied"}',
+                                        "← final_answer: copied"])
+    expect(alice.status).to_have_text(DONE)
+
+
 def test_the_brains_words_show_as_they_come(host, person):
     go_on = threading.Event()
 
@@ -659,12 +686,27 @@ def test_back_during_another_sessions_run_shows_nothing_of_it_under_the_first(ho
     expect(alice.status).to_have_text(DONE)
 
 
-def test_after_a_409_or_a_404_the_panel_goes_and_the_page_shows_the_session_as_it_is(host, person):
+def offered_to_bob_twice_and_carol(host, person):
+    """A refund that waits for a verdict, offered in two tabs of bob's and in carol's."""
     h = host()
     sid = h.asked()
-    bob, again, carol = person(h, "bob", session=sid), person(h, "bob", session=sid), person(h, "carol", session=sid)
-    for someone in (bob, again, carol):
+    tabs = [person(h, name, session=sid) for name in ("bob", "bob", "carol")]
+    for someone in tabs:
         offered(someone)
+    return h, *tabs
+
+
+def decided_by_someone_else(carol):
+    """What an approver sees once another decided: the words, and no panel, story or picture left."""
+    expect(carol.problem).to_have_text(DECIDED)
+    expect(carol.page.locator("#approval")).to_be_hidden()
+    expect(carol.story()).to_have_count(0)
+    expect(carol.status).to_have_text("")  # not "The agent is working…" for ever
+    expect(carol.page.locator("#picture")).to_be_hidden()
+
+
+def test_after_a_409_or_a_404_the_panel_goes_and_the_page_shows_the_session_as_it_is(host, person):
+    h, bob, again, carol = offered_to_bob_twice_and_carol(host, person)
     for someone in (again, carol):  # their queues are not looked at again (that shows the verdict: the test below)
         someone.page.route("**/approvals", lambda route: route.abort() if route.request.method == "GET"
                            else route.continue_())
@@ -676,22 +718,14 @@ def test_after_a_409_or_a_404_the_panel_goes_and_the_page_shows_the_session_as_i
     expect(again.page.locator("#approval")).to_be_hidden()
     expect(again.story()).to_have_text(approved(79))  # the session as it is now
     carol.page.click("#approve")  # carol did not decide it, so it is hers neither to decide nor to see (404)
-    expect(carol.problem).to_have_text(DECIDED)
-    expect(carol.page.locator("#approval")).to_be_hidden()
-    expect(carol.story()).to_have_count(0)
-    expect(carol.status).to_have_text("")  # not "The agent is working…" for ever
-    expect(carol.page.locator("#picture")).to_be_hidden()
+    decided_by_someone_else(carol)
     for someone in (again, carol):
         someone.said()
     assert h.refunds() == [("A1234", 79)]
 
 
 def test_when_another_approver_decides_first_the_page_says_so_without_a_click(host, person):
-    h = host()
-    sid = h.asked()
-    bob, again, carol = person(h, "bob", session=sid), person(h, "bob", session=sid), person(h, "carol", session=sid)
-    for someone in (bob, again, carol):
-        offered(someone)
+    h, bob, again, carol = offered_to_bob_twice_and_carol(host, person)
     again.page.fill("#reason", "half typed")
     bob.page.click("#approve")
     expect(bob.status).to_have_text(f"bob approved issue_refund. {DONE}")
@@ -699,11 +733,7 @@ def test_when_another_approver_decides_first_the_page_says_so_without_a_click(ho
     expect(again.page.locator("#approval")).to_be_hidden()
     expect(again.story()).to_have_text(approved(79))
     expect(again.status).to_have_text(f"bob approved issue_refund. {DONE}")
-    expect(carol.problem).to_have_text(DECIDED)
-    expect(carol.page.locator("#approval")).to_be_hidden()
-    expect(carol.story()).to_have_count(0)
-    expect(carol.page.locator("#picture")).to_be_hidden()
-    expect(carol.status).to_have_text("")
+    decided_by_someone_else(carol)
     for someone in (again, carol):
         someone.said()
     assert h.refunds() == [("A1234", 79)]

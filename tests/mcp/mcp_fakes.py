@@ -13,13 +13,15 @@
                                              say its pid, or `crash` (exit 4) leaving one behind; exits when
                                              stdin ends, its children left running
     python tests/mcp/mcp_fakes.py names N    lists tools named as the JSON list N says; a call answers with its name
+    python tests/mcp/mcp_fakes.py progress   a call tells progress every wrong way (another token, not numbers,
+                                             a flood, a step back, a huge message), then answers, then tells more
     python tests/mcp/mcp_fakes.py leaky      says the value of $SECRET_KEY everywhere it can: its info, its
                                              tool's schema, a notification, a result that is not an object,
                                              its stderr, and a line that is not JSON
 
 It also holds tools for `python -m microagent.mcp tests.mcp.mcp_fakes:noisy tests.mcp.mcp_fakes:slow ...`
 (run from the project's folder, so that the server is this folder's microagent): one that prints on stdout while it is served, one that takes its time, one that
-raises SystemExit, and two that read stdin (a child process, and input()).
+raises SystemExit, two that read stdin (a child process, and input()), and one that reports its progress.
 """
 
 import json
@@ -49,10 +51,20 @@ def _stdin_of_a_child() -> str:
     return f"the child read {child.stdout.strip()}"
 
 
+def _copy_files(count: int) -> str:
+    # subtle: imported here, as this file run as a script may find an older microagent first
+    from microagent.progress import report
+    for i in range(1, count + 1):
+        report(i, count, f"copying file {i}")
+    return f"copied {count} files"
+
+
 noisy = Tool("noisy", "Print something on stdout, then answer.", _noisy)
 quits = Tool("quits", "Raise SystemExit.", lambda: sys.exit(3))
 child_reads = Tool("child_reads", "Run a child process that reads its stdin.", _stdin_of_a_child)
 asks = Tool("asks", "Ask with input().", lambda: f"input() gave {input()!r}")
+copy_files = Tool("copy_files", "Copy some files, telling how far it has got.", _copy_files,
+                  schema={"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]})
 slow = Tool("slow", "Sleep a while, then answer.", _slow,
             schema={"type": "object", "properties": {"seconds": {"type": "number"}}, "required": ["seconds"]})
 
@@ -78,14 +90,19 @@ def stubborn():
         time.sleep(1)
 
 
-def handshake(msg, name, tools) -> dict | None:
+def send(message) -> None:
+    """Write one JSON-RPC message on stdout, a line of its own."""
+    print(json.dumps(message), flush=True)
+
+
+def handshake(msg, name, tools, version="2025-11-25") -> dict | None:
     """What a handshake-era server answers to server/discover (an error), initialize and tools/list;
     None to anything else."""
     method, id_ = msg.get("method"), msg.get("id")
     if method == "server/discover":
         return {"jsonrpc": "2.0", "id": id_, "error": {"code": -32601, "message": "Method not found"}}
     if method == "initialize":
-        return {"jsonrpc": "2.0", "id": id_, "result": {"protocolVersion": "2025-11-25", "capabilities": {},
+        return {"jsonrpc": "2.0", "id": id_, "result": {"protocolVersion": version, "capabilities": {},
                                                          "serverInfo": {"name": name, "version": "1"}}}
     if method == "tools/list":
         tools = [{"name": tool, "inputSchema": {"type": "object"}} for tool in tools]
@@ -109,7 +126,7 @@ def parent():
             sys.stderr.flush()
             os._exit(4)
         if answer is not None:
-            print(json.dumps(answer), flush=True)
+            send(answer)
 
 
 def names(listed):
@@ -121,7 +138,7 @@ def names(listed):
             text = f"called {msg['params']['name']}"
             answer = {"jsonrpc": "2.0", "id": msg["id"], "result": {"content": [{"type": "text", "text": text}]}}
         if answer is not None:
-            print(json.dumps(answer), flush=True)
+            send(answer)
 
 
 def leaky():
@@ -129,9 +146,6 @@ def leaky():
     key = os.environ["SECRET_KEY"]
     sys.stderr.write(f"starting with {key}\n{'.' * 100} ready\n")
     sys.stderr.flush()
-
-    def send(message):
-        print(json.dumps(message), flush=True)
     for raw in sys.stdin:
         msg = json.loads(raw)
         method, id_ = msg.get("method"), msg.get("id")
@@ -164,18 +178,12 @@ ODD_TOOLS = [
 
 
 def odd():
-    """A handshake-era server whose tools and answers are odd, one way each."""
-    def send(message):
-        print(json.dumps(message), flush=True)
+    """A handshake-era server (of protocol version 2025-06-18) whose tools and answers are odd,
+    one way each."""
     for raw in sys.stdin:
         msg = json.loads(raw)
         method, id_ = msg.get("method"), msg.get("id")
-        if method == "server/discover":
-            send({"jsonrpc": "2.0", "id": id_, "error": {"code": -32601, "message": "Method not found"}})
-        elif method == "initialize":
-            send({"jsonrpc": "2.0", "id": id_, "result": {"protocolVersion": "2025-06-18", "capabilities": {},
-                                                         "serverInfo": {"name": "odd", "version": "1"}}})
-        elif method == "tools/list":
+        if method == "tools/list":
             send({"jsonrpc": "2.0", "id": id_, "result": {"tools": ODD_TOOLS}})
         elif method == "tools/call" and msg["params"]["name"] == "admin.tools.list":
             # the server numbers its own requests: this one has the very id of the call it serves
@@ -185,6 +193,41 @@ def odd():
         elif method == "tools/call":
             sys.stdout.write('{"jsonrpc": "2.0", "id": %d, "result": {"content": []}, "result": {}}\n' % id_)
             sys.stdout.flush()
+        elif answer := handshake(msg, "odd", [], version="2025-06-18"):
+            send(answer)
+
+
+FLOOD = 20_000  # progress notifications the `progress` fake sends in one call
+
+
+def progress():
+    """A handshake-era server whose one tool tells its progress every wrong way, then answers."""
+    def told(**params):
+        send({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
+    for raw in sys.stdin:
+        msg = json.loads(raw)
+        answer = handshake(msg, "progress", ["work"])
+        if msg.get("method") == "tools/call":
+            token = msg["params"]["_meta"]["progressToken"]
+            told(progressToken=token + 1000, progress=1)  # another call's token
+            told(progressToken=str(token), progress=1)  # our token, but as text
+            told(progress=1)  # no token
+            told(progressToken=token, progress="3")
+            told(progressToken=token, progress=True)
+            told(progressToken=token, progress=2, total="ten")
+            told(progressToken=token, progress=2, total=FLOOD + 3, message=5)  # taken, with no words
+            told(progressToken=token, progress=1, message="a step back")
+            for i in range(3, FLOOD + 3):
+                told(progressToken=token, progress=i, total=FLOOD + 3, message="flooding")
+            told(progressToken=token, progress=FLOOD + 3, total=FLOOD + 3, message="x" * 100_000)
+            told(progressToken=token, progress=FLOOD + 2, message="a step back")
+            answer = {"jsonrpc": "2.0", "id": msg["id"], "result": {"content": [{"type": "text", "text": "done"}]}}
+            send(answer)
+            told(progressToken=token, progress=10**9, message="after the answer")
+            answer = None
+        if answer is not None:
+            send(answer)
+        sys.stdout.flush()
 
 
 def orders():
@@ -222,27 +265,23 @@ def meta():
     server.run("stdio")
 
 
+def dies():
+    sys.stderr.write("loading config...\nboom: no API key in MY_SERVICE_KEY\n")
+    sys.exit(3)
+
+
+def silent():
+    time.sleep(60)
+
+
+def garbage():
+    print("Welcome to my server! Listening on stdio.", flush=True)
+    time.sleep(60)
+
+
+MODES = {"dies": dies, "silent": silent, "garbage": garbage, "stubborn": stubborn, "odd": odd,
+         "orders": orders, "meta": meta, "parent": parent, "leaky": leaky, "progress": progress,
+         "names": lambda: names(json.loads(sys.argv[2]))}
+
 if __name__ == "__main__":
-    mode = sys.argv[1]
-    if mode == "dies":
-        sys.stderr.write("loading config...\nboom: no API key in MY_SERVICE_KEY\n")
-        sys.exit(3)
-    elif mode == "silent":
-        time.sleep(60)
-    elif mode == "garbage":
-        print("Welcome to my server! Listening on stdio.", flush=True)
-        time.sleep(60)
-    elif mode == "stubborn":
-        stubborn()
-    elif mode == "odd":
-        odd()
-    elif mode == "orders":
-        orders()
-    elif mode == "meta":
-        meta()
-    elif mode == "parent":
-        parent()
-    elif mode == "leaky":
-        leaky()
-    elif mode == "names":
-        names(json.loads(sys.argv[2]))
+    MODES[sys.argv[1]]()

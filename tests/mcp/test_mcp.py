@@ -28,6 +28,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import mcp_fakes
 import mcp_peers
 from printed import check_blocks, python_blocks
 from microagent import CANCELLED, DONE, Action, Agent, Tool, final_answer, scripted, story
@@ -36,6 +37,7 @@ from microagent.mcp import Connection, McpError, Server, checkable, connect, pro
 from microagent.mcp.__main__ import main
 from microagent.mcp.tools import MAX_RESULT, cut, local_name, reads_as, said
 from microagent.mcp.wire import MAX_LINE
+from microagent.progress import MAX_MESSAGE, listening, report
 from microagent.spans import current, parse_traceparent, traced, traceparent, tracing
 
 TESTS = pathlib.Path(__file__).resolve().parents[1]
@@ -234,8 +236,10 @@ def test_the_agents_cancel_calls_off_a_long_operation_mid_way_and_the_server_kee
         assert agent.why_stop(ctx, stop) == CANCELLED and took < 2.5  # the job would take 3 s
         note = ctx.last()  # user, decision, result: the loop heard the cancel between steps
         assert [m.kind for m in ctx] == ["question", "decision", "result"]
-        assert note.error and note.content == ("error: cancelled: tools/call was called off before "
-                                               "everything answered (notifications/cancelled sent)")
+        said, got = note.content.split(" (it got as far as ")  # the progress when it was called off
+        assert note.error and said == ("error: cancelled: tools/call was called off before "
+                                       "everything answered (notifications/cancelled sent)")
+        assert got in {"2 of 6)", "3 of 6)", "4 of 6)", "5 of 6)"}  # 2 when the cancel was set, on an idle machine
         token = before_cancel[0]["params"]["progressToken"]
         # server-everything goes on with the job, telling its progress, though asked to stop:
         wait_until(lambda: 6 in progress(server, token), seconds=4)
@@ -255,6 +259,26 @@ def test_a_call_that_takes_too_long_is_called_off_at_its_timeout_and_the_server_
                                            "called off (notifications/cancelled sent). Try again, or give a "
                                            "longer timeout=")
     assert everything.call("get-sum", {"a": 2, "b": 2}) == "The sum of 2 and 2 is 4."
+
+
+def test_a_long_operations_progress_reaches_whoever_listens_each_step_increasing_to_the_last(everything):
+    long_run = {t.name: t for t in everything.tools()}["trigger-long-running-operation"]
+    heard = []
+    with listening(lambda *said: heard.append(said)):
+        note = long_run.run('{"duration": 1, "steps": 4}')
+    assert note.content == "Long running operation completed. Duration: 1 seconds, Steps: 4."
+    # each step as the server told it, the newest at each look (two within 50 ms are one)
+    assert heard[-1] == (4, 4, "") and {done for done, _, _ in heard} <= {1, 2, 3, 4}
+    assert [done for done, _, _ in heard] == sorted({done for done, _, _ in heard})
+
+
+def test_a_call_that_times_out_says_how_far_its_progress_got(everything):
+    slow = {t.name: t for t in everything.tools(timeout=1.6)}["trigger-long-running-operation"]
+    note = slow.run('{"duration": 8, "steps": 10}')  # a step each 0.8 s: 1 or 2 by the timeout
+    said, got = note.content.split(" (it got as far as ")
+    assert note.error and said == ("error: everything did not answer tools/call within 1.6 s; it was called off "
+                                   "(notifications/cancelled sent). Try again, or give a longer timeout=")
+    assert got in {"1 of 10)", "2 of 10)"}
 
 
 def test_a_server_that_floods_its_stderr_is_drained_and_still_answers(everything_command):
@@ -323,6 +347,21 @@ def test_a_server_that_dies_mid_call_while_its_child_holds_its_stdout_is_gone_no
                                                "to start it anew")
         assert server.call("spawn", {}).content == note.content
     assert not running(int(child[1]))
+
+
+def test_progress_told_every_wrong_way_is_dropped_and_the_call_still_answers():
+    heard = []
+    with connect(FAKES + ["progress"], name="progress") as server, \
+            listening(lambda *said: heard.append(said)):
+        work, = server.tools()
+        assert work.run("{}").content == "done"
+    last = mcp_fakes.FLOOD + 3
+    # another token, a token as text, no token, progress or total not numbers, a step back, and what came
+    # after the answer: none of it is heard; what is heard increases, and a long message is cut
+    assert heard[-1] == (last, last, "x" * (MAX_MESSAGE - 3) + "...")
+    dones = [done for done, _, _ in heard]
+    assert dones == sorted(set(dones)) and min(dones) >= 2 and max(dones) == last
+    assert {message for _, _, message in heard} <= {"", "flooding", heard[-1][2]}
 
 
 def test_odd_tools_get_names_and_schemas_tool_takes_and_odd_answers_are_read_or_refused(quick_stop):
@@ -431,6 +470,67 @@ def test_the_official_sdk_client_uses_the_offices_tools_in_each_of_its_modes(mod
     anyio.run(session)
 
 
+def test_the_official_sdk_client_hears_the_progress_a_served_tool_reports():
+    anyio = pytest.importorskip("anyio")
+    sdk = pytest.importorskip("mcp")
+    from mcp.client.client import Client
+    heard = []
+
+    async def session():
+        async def progressed(done, total, message):
+            heard.append((done, total, message))
+        office = sdk.StdioServerParameters(command=sys.executable, cwd=str(ROOT),
+                                           args=["-m", "microagent.mcp", "tests.mcp.mcp_fakes:copy_files"])
+        async with Client(office, mode="legacy") as client:
+            found = await client.call_tool("copy_files", {"count": 3}, progress_callback=progressed)
+            assert found.content[0].text == "copied 3 files"
+            heard.append("answered")
+            quiet = await client.call_tool("copy_files", {"count": 2})  # no callback: no token, no progress
+            assert quiet.content[0].text == "copied 2 files"
+    anyio.run(session)
+    assert heard == [(1, 3, "copying file 1"), (2, 3, "copying file 2"), (3, 3, "copying file 3"), "answered"]
+
+
+def test_progress_reported_in_a_served_tool_reaches_the_listener_of_our_client_in_another_process():
+    heard = []
+    office = [*OURS, "tests.mcp.mcp_fakes:copy_files"]
+    with connect(office, name="office", cwd=str(ROOT)) as server, listening(lambda *said: heard.append(said)):
+        copy_files, = server.tools()
+        assert copy_files.run('{"count": 3}').content == "copied 3 files"
+    assert heard[-1] == (3, 3, "copying file 3")  # and before it, some of 1 and 2 (two within 50 ms are one)
+    assert set(heard) <= {(1, 3, "copying file 1"), (2, 3, "copying file 2"), (3, 3, "copying file 3")}
+
+
+def test_our_server_sends_progress_only_for_a_call_that_gave_a_token_and_under_that_token():
+    def work(steps: int) -> str:
+        for i in range(1, steps + 1):
+            report(i, message="working" if i == 1 else "")
+        report(0.5 + steps)
+        return "worked"
+    tool = Tool("work", "Work a while", work)
+    call = {"name": "work", "arguments": {"steps": 2}}
+    answers = served(ask(1, "tools/call", {**call, "_meta": {"progressToken": "t-1"}}), tools=[tool])
+    assert answers[:3] == [{"jsonrpc": "2.0", "method": "notifications/progress", "params": params} for params in [
+        {"progressToken": "t-1", "progress": 1, "message": "working"}, {"progressToken": "t-1", "progress": 2},
+        {"progressToken": "t-1", "progress": 2.5}]]
+    assert answers[3]["id"] == 1 and answers[3]["result"]["content"] == [{"type": "text", "text": "worked"}]
+    for meta in [{}, {"progressToken": True}, {"progressToken": [1]}, {"progressToken": None}]:
+        answers = served(ask(2, "tools/call", {**call, "_meta": meta}), tools=[tool])
+        assert [answer.get("id") for answer in answers] == [2]  # its answer, and no progress
+
+
+def test_a_served_tool_whose_progress_steps_back_fails_saying_so():
+    def back() -> str:
+        report(2)
+        report(1)
+        return "never"
+    answers = served(ask(1, "tools/call", {"name": "back", "arguments": {}, "_meta": {"progressToken": 7}}),
+                     tools=[Tool("back", "Step back", back)])
+    assert answers[0]["params"] == {"progressToken": 7, "progress": 2}
+    assert answers[1]["result"]["isError"] and answers[1]["result"]["content"][0]["text"].startswith(
+        "back failed: ValueError: progress must increase: 1 came after 2.")
+
+
 # -- our server, hostile lines and its own rules ----------------------------------------
 
 def served(*lines: bytes, tools=None) -> list[dict]:
@@ -443,7 +543,7 @@ def served(*lines: bytes, tools=None) -> list[dict]:
 def ask(id_, method, params=None, version="2026-07-28"):
     params = dict(params or {})
     if version:
-        params["_meta"] = {"io.modelcontextprotocol/protocolVersion": version,
+        params["_meta"] = {**params.get("_meta", {}), "io.modelcontextprotocol/protocolVersion": version,
                            "io.modelcontextprotocol/clientCapabilities": {}}
     return json.dumps({"jsonrpc": "2.0", "id": id_, "method": method, "params": params}).encode() + b"\n"
 
