@@ -9,6 +9,9 @@ while a tool is running, or race two processes on one session:
     release               every waiting tool goes on
 
 A tool waits at most a minute, so a forgotten gate never hangs a test.
+`gated_refund_office` holds check_policy at a threading.Event instead, for a
+host in the test's own process. `Listener` reads a stream's events one at a
+time as they come, and may leave mid-run.
 """
 
 import dataclasses
@@ -17,9 +20,11 @@ import http.client
 import json
 import os
 import pathlib
+import socket
+import threading
 import time
 
-from microagent import Agent
+from microagent import Agent, as_tool
 from microagent.host import refund_office
 
 
@@ -45,6 +50,23 @@ def gated_office(db: str):
         return dataclasses.replace(tool, fn=fn)
     return Agent(agent.policy, [gated(t) for t in agent.tools.values()], agent.max_steps,
                  name=agent.name)
+
+
+def gated_refund_office(entered: threading.Event, go: threading.Event):
+    """The refund office, whose check_policy waits until the test lets it go."""
+    def office(db):
+        agent = refund_office(db)
+        check = agent.tools["check_policy"]
+
+        @as_tool(name="check_policy")
+        def gated(order_id: str) -> str:
+            """Check whether an order qualifies for a refund."""
+            entered.set()
+            assert go.wait(60)
+            return check.fn(order_id=order_id)
+        tools = [gated if t.name == "check_policy" else t for t in agent.tools.values()]
+        return Agent(agent.policy, tools, agent.max_steps, name=agent.name)
+    return office
 
 
 def request(port: int, method: str, path: str, token: str | None, body=None, timeout: float = 60,
@@ -79,3 +101,55 @@ def events(text: str) -> list[tuple[str, dict]]:
             lines = dict(line.split(": ", 1) for line in block.splitlines())
             out.append((lines["event"], json.loads(lines["data"])))
     return out
+
+
+class Listener:
+    """A client that reads a stream's events one at a time as they come, and may leave mid-run.
+
+    `headers` go with the request (Last-Event-ID, say); `status` and `head` are the answer's.
+    """
+
+    def __init__(self, port: int, method: str, path: str, token: str | None, body=None, headers=None,
+                 timeout: float = 60):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        data = b"" if body is None else json.dumps(body).encode()
+        lines = [f"{method} {path} HTTP/1.1", "Host: x", f"Content-Length: {len(data)}"]
+        lines += [] if token is None else [f"Authorization: Bearer {token}"]
+        lines += [f"{name}: {value}" for name, value in (headers or {}).items()]
+        self.sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + data)
+        self.file = self.sock.makefile("rb")
+        self.status, self.head = int(self.file.readline().split()[1]), {}
+        while (line := self.file.readline().decode()) not in ("\r\n", ""):
+            name, _, value = line.partition(":")
+            self.head[name.strip()] = value.strip()
+
+    def next(self) -> tuple[int | None, str, dict] | None:
+        """The next event, (its id or None, its name, its data); None once the stream has ended."""
+        fields = {}
+        while True:
+            line = self.file.readline().decode()
+            if not line:
+                return None
+            if line.strip():
+                name, _, value = line.rstrip("\n").partition(": ")
+                fields[name] = value
+            elif fields:
+                return int(fields["id"]) if "id" in fields else None, fields["event"], json.loads(fields["data"])
+
+    def rest(self) -> list[tuple[int | None, str, dict]]:
+        """Every event until the stream ends."""
+        out = []
+        while (event := self.next()) is not None:
+            out.append(event)
+        self.leave()
+        return out
+
+    def answer(self) -> dict:
+        """The JSON answer of a request that was not a stream."""
+        text = self.file.read().decode()
+        self.leave()
+        return json.loads(text) if text else None
+
+    def leave(self) -> None:
+        self.file.close()
+        self.sock.close()

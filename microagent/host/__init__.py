@@ -5,7 +5,11 @@
 Read it in this order, a file a sitting:
 
 - stream.py: one run on one session (`Stream`): each Step's notebook committed,
-  then its event sent; `thinking` streams the brain's words.
+  then its events sent; `thinking` streams the brain's words. A run stops when
+  its client leaves, or goes on without it; its asker may cancel it.
+- events.py: `told`, the events about a notebook's notes, each with its SSE id,
+  the same live and read back; follow.py: `GET .../events`, what a client
+  missed, from the store, then the run until it stops.
 - routes.py: a function a route, named by what it does (`post_message`,
   `post_verdict`, ...), with the rate limit and the lease in `session_to_run`.
 - users.py: who may do what: a user asks, approves, or both; nobody approves

@@ -3,21 +3,25 @@
 `Server` holds what every request shares: the office's agent (each tool's
 exception hidden from clients), the store, the users, the signing secret, and
 the limits. `Handler` serves one request: its body read whole within a deadline
-for the whole request (request.py), its bearer token read (users.py), then its
-route (routes.py); a refusal is answered in JSON and written to the audit trail.
+for the whole request (request.py), its bearer token read (users.py; on the events
+route a signed events token may stand in, follow.py), then its route (routes.py);
+a refusal is answered in JSON and written to the audit trail.
 """
 
 import contextlib
 import http.server
 import json
 import os
+import re
 import select
 import socket
 import sys
 import threading
+import urllib.parse
 
 import microagent.a2a.server as a2a  # the office as an A2A agent, built on this host
 from microagent.agent import Agent
+from microagent.host.follow import events_reader
 from microagent.host.request import API_HEADERS, Refused, read_body
 from microagent.host.routes import NO_ROUTE, ROUTES, TOP
 from microagent.host.store import Store
@@ -49,6 +53,8 @@ class Server(http.server.ThreadingHTTPServer):
         self.token_ttl, self.lease = token_ttl, lease  # seconds
         self.client_timeout = timeout  # seconds a client may take to send a request
         self.rate = rate  # (per second, burst): runs a user may start
+        self.runs = {}  # session id -> the Stream running on it in this process
+        self.news = threading.Event()  # set, and replaced, at each commit: followers look
         agent = office(db)
         # every tool hidden: a tool's exception text goes to this server's log, never to
         # a client
@@ -115,7 +121,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         super().finish()
 
     def log_message(self, format, *args):
-        self.server.log(f"{self.address_string()} {format % args}")
+        # an events token in a query (follow.py) stays out of the log
+        told = re.sub(r"token=[^&\s]*", "token=*", format % args)
+        self.server.log(f"{self.address_string()} {told}")
 
     def do_GET(self):
         self.route("GET")
@@ -134,8 +142,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return a2a.ROUTES[method, where](self, body)
             if method == "GET" and where in PAGE:  # no token: the page asks for one
                 return self.page(*PAGE[where])
-            user = self.server.users.who(self.headers.get("Authorization", ""))
             path = where.split("/")[1:]  # "/sessions/{id}/x" -> [sessions, id, x]
+            user = self.caller(method, path)
             if len(path) == 1 and (method, path[0]) in TOP:
                 return TOP[method, path[0]](self, user, body)
             route = ROUTES.get((method, path[2] if len(path) == 3 else ""))
@@ -162,6 +170,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 with contextlib.suppress(OSError):  # the client may be gone too
                     self.reply(500, {"error": "the server failed; the details went to "
                                               "its log"})
+
+    def caller(self, method: str, path: list[str]) -> str:
+        """Who sends the request: the bearer token's user; or, on the events route with no
+        Authorization (a browser's EventSource can't send one), the events token's."""
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+        if "Authorization" not in self.headers and "token" in query and method == "GET" \
+                and len(path) == 3 and path[0] == "sessions" and path[2] == "events":
+            return events_reader(self.server, path[1], query["token"][0])
+        return self.server.users.who(self.headers.get("Authorization", ""))
 
     def send(self, status: int, headers: dict, payload: bytes = b"") -> None:
         """The one place an answer is written: status, headers, then the payload."""

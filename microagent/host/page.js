@@ -3,6 +3,7 @@
 // notebook is read again. What a person, the brain or a tool wrote goes in as text, never markup.
 const $ = (id) => document.getElementById(id);
 const POLL = 1500;     // ms between two looks at what someone else may change: a session, the queue
+const TRIES = 5;       // times the page reconnects to a run's events after a drop, a second apart
 let token = sessionStorage.getItem("token") || "";  // this tab's memory only: never in the address
 let me = null;         // who the token says we are: {user, roles, approves_own}
 let view = 0;          // counts the sessions opened: what comes late for one opened before is dropped
@@ -211,23 +212,32 @@ async function stream(route, body, accepted) {  // POST, then show each event of
   const mine = view;
   busy = true;
   buttons(false);
+  $("stop").hidden = $("stop").disabled = false;
   tell("The agent is working…");
   warn("");
   try {
-    const response = await call("POST", `/sessions/${sid}/${route}`, body);
+    // the run goes on if the connection drops (a phone that sleeps, a proxy): the page comes back for it
+    const response = await call("POST", `/sessions/${sid}/${route}`, {...body, on_disconnect: "continue"});
     if (accepted && mine === view) accepted();  // the server took the request, and wrote its note first
-    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-    const read = () => reader.read().catch(() => { throw new Error(LOST); });  // it says only "network error"
-    let rest = "", stopped = false;
-    for (let chunk = await read(); !chunk.done; chunk = await read()) {
-      const blocks = (rest + chunk.value).split("\n\n");
-      rest = blocks.pop();  // subtle: the network may cut an event in two; keep its start for later
-      for (const block of blocks.filter(() => mine === view)) {  // another session open: this run goes unseen
-        stopped = event(block.match(/^event: (.*)$/m)[1], JSON.parse(block.match(/^data: (.*)$/m)[1])) || stopped;
+    let heard = await events(response, mine, shown);  // the story so far has the notes up to `shown`
+    for (let tries = 1; heard.dropped && tries <= TRIES && mine === view; tries++) {
+      tell(`The connection dropped: reconnecting to the run (${tries} of ${TRIES})…`);
+      await new Promise((done) => setTimeout(done, 1000));
+      const headers = {Authorization: `Bearer ${token}`, "Last-Event-ID": String(heard.last)};
+      const again = await fetch(`/sessions/${sid}/events`, {headers}).catch(() => null);
+      if (again && again.status === 204) heard = {stopped: true};  // nothing more: it ended meanwhile
+      else if (again && again.ok) {
+        tell("Reconnected: the run goes on where the page lost it.");
+        tries = 0;
+        heard = await events(again, mine, heard.last);
+      } else if (again) {  // refused (a 404, say): the session as it is says the rest
+        heard = {stopped: false};
+        break;
       }
     }
     if (mine !== view) return;
-    if (!stopped) warn("The run stopped before it said why: Resume goes on where it stopped.");
+    if (heard.dropped) throw new Error(LOST);
+    if (!heard.stopped) warn("The run stopped before it said why: Resume goes on where it stopped.");
     busy = false;
     seen = "";  // drawn again from the notebook, whatever the stream said
     await refresh(mine);
@@ -242,8 +252,28 @@ async function stream(route, body, accepted) {  // POST, then show each event of
     if (mine === view) {
       busy = false;
       buttons(true);
+      $("stop").hidden = true;
     }
   }
+}
+
+async function events(response, mine, last) {  // a stream's events shown as they come: {stopped, last, dropped}
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let rest = "", stopped = false;
+  try {
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+      const blocks = (rest + chunk.value).split("\n\n");
+      rest = blocks.pop();  // subtle: the network may cut an event in two; keep its start for later
+      for (const block of blocks.filter(() => mine === view)) {  // another session open: this run goes unseen
+        const id = block.match(/^id: (.*)$/m);  // the note's index: where to come back to after a drop
+        if (id) last = Number(id[1]);
+        stopped = event(block.match(/^event: (.*)$/m)[1], JSON.parse(block.match(/^data: (.*)$/m)[1])) || stopped;
+      }
+    }
+  } catch (error) {  // the connection dropped ("network error"): the run may go on without us
+    return {stopped, last, dropped: !stopped};
+  }
+  return {stopped, last, dropped: !stopped};  // it ended before saying why: come back to hear it
 }
 
 function event(name, data) {  // one server-sent event; true if it says why the run stopped
@@ -273,7 +303,7 @@ function event(name, data) {  // one server-sent event; true if it says why the 
     if (data.call > shown) add({role: "assistant", tool: data.tool, args: data.args}, data.call);
   } else if (name === "done") tell("Done: the agent answered.");
   else if (name === "out_of_steps") warn(`The agent ran out of steps: ${plain(data.note)}`);
-  else if (name === "cancelled") warn("The run was cancelled: Resume goes on where it stopped.");
+  else if (name === "cancelled" || name === "stopped") warn("The run was cancelled: Resume goes on where it stopped.");
   else warn(data.error ? words({}, data.error) : `The run stopped: ${name}.`);  // "error", in generic words
   return true;
 }
@@ -305,6 +335,7 @@ async function open() {  // the session in the address: its story and picture, a
   sid = location.hash.slice(1);
   busy = false;
   buttons(true);
+  $("stop").hidden = true;  // a run of the session opened before streams unseen: not ours to stop here
   $("session").textContent = sid ? `Session ${sid}` : "No session open";
   warn("");
   if (!sid) return tell(may("asks") ? "Start a session to ask the agent (New session)." : "");
@@ -362,6 +393,8 @@ $("ask").onsubmit = (e) => {
   });
 };
 $("resume").onclick = () => (sid ? stream("resume", {}) : warn("Start a session first: New session."));
+$("stop").onclick = () => call("POST", `/sessions/${sid}/cancel`, {})  // heard before its next step
+  .then(() => tell("Stopping the run…")).catch((error) => warn(error.message));
 $("approve").onclick = () => {  // the arguments in the box, whatever they are: what you see is what you approve
   let args;
   try {

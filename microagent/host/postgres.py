@@ -47,7 +47,8 @@ except ImportError:  # the host says what to install, not a traceback
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, owner TEXT NOT NULL,
     created DOUBLE PRECISION NOT NULL, version BIGINT NOT NULL, length BIGINT NOT NULL,
-    lease_until DOUBLE PRECISION NOT NULL DEFAULT 0, jti TEXT);
+    lease_until DOUBLE PRECISION NOT NULL DEFAULT 0, jti TEXT,
+    stop BIGINT NOT NULL DEFAULT -1);
 CREATE TABLE IF NOT EXISTS notes (session TEXT NOT NULL, n BIGINT NOT NULL,
     note TEXT NOT NULL, PRIMARY KEY (session, n));
 CREATE TABLE IF NOT EXISTS audit (n BIGSERIAL PRIMARY KEY, at TEXT NOT NULL, who TEXT,

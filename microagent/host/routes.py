@@ -3,8 +3,10 @@
 Each takes (handler, user, body), and a session's routes the session id before
 the body. The routes that start a run (a message, a verdict, a resume) take the
 session through `session_to_run`: one of the user's runs from their budget, and
-never two runs on one session at once. The table at the end maps a method and a
-path to its route; README.md beside this file has the protocol.
+never two runs on one session at once; each may say what its run does when its
+client leaves (`on_disconnect`). The events route is in follow.py. The table at
+the end maps a method and a path to its route; README.md beside this file has
+the protocol.
 """
 
 import json
@@ -14,9 +16,11 @@ import time
 
 from microagent import approval
 from microagent.context import Context
+from microagent.host.events import asked, no_longer, pending, token_for
+from microagent.host.follow import events_token, get_events, is_running, session_for
 from microagent.host.request import API_HEADERS, MAX_TEXT, Refused, read_fields
 from microagent.host.store import Session
-from microagent.host.stream import Stream, asked, no_longer, pending, token_for
+from microagent.host.stream import Stream
 from microagent.host.tokens import args_hash, verify
 from microagent.host.users import APPROVES, ASKS
 from microagent.message import USER, Message
@@ -70,7 +74,8 @@ def get_session(h, user: str, sid: str, body: bytes) -> None:
     h.reply(200, {"id": sid, "asker": s.asker, "notebook": json.loads(to_json(s.context)),
                   "running": is_running(s),
                   "stopped": h.server.agent.why_stop(s.context),
-                  "pending": asked(s.context) if pending(s) else None})
+                  "pending": asked(s.context) if pending(s) else None,
+                  "events_token": events_token(h.server, user, sid)})
 
 
 def get_picture(h, user: str, sid: str, body: bytes) -> None:
@@ -87,7 +92,8 @@ PICTURE_CSP = "default-src 'none'; style-src 'unsafe-inline'"  # the SVG runs no
 
 def post_message(h, user: str, sid: str, body: bytes) -> None:
     """The asker's next message, and the run it starts."""
-    text = read_fields(body, {"text": str})["text"]
+    data = read_fields(body, {"text": str}, LEAVING)
+    text = data["text"]
     if not (text.strip() and len(text) <= MAX_TEXT):
         raise Refused(400, f'"text" must hold 1 to {MAX_TEXT} characters, not only '
                            "spaces")
@@ -102,12 +108,12 @@ def post_message(h, user: str, sid: str, body: bytes) -> None:
     if last is not None and last.kind == "decision":
         raise Refused(409, f"this session waits for a verdict on {last.tool}: a new "
                            "message can go in once it is decided")
-    Stream(h, user, sid, s).run(s.context.add(Message(USER, text)))
+    Stream(h, user, sid, s, leaving(data)).run(s.context.add(Message(USER, text)))
 
 
 def post_resume(h, user: str, sid: str, body: bytes) -> None:
     """The run again from where it stopped: a verdict carried out, or the loop on."""
-    read_fields(body, {})
+    data = read_fields(body, {}, LEAVING)
     s = session_to_run(h.server, user, sid)
     last = s.context.last()
     theirs = last is not None and last.kind == "verdict" and last.name == user
@@ -115,14 +121,14 @@ def post_resume(h, user: str, sid: str, body: bytes) -> None:
         raise Refused(403, "only the person who asked in this session may resume it")
     if not any(m.kind == "question" for m in s.context):
         raise Refused(409, "nothing to resume: send a message first")
-    Stream(h, user, sid, s).run(s.context)
+    Stream(h, user, sid, s, leaving(data)).run(s.context)
 
 
 def post_verdict(h, user: str, sid: str, body: bytes) -> None:
     """An approver's yes or no, with the token made out to them; the run carries
     it out."""
     data = read_fields(body, {"approval_token": str, "approve": bool},
-                       {"reason": str, "args": dict})
+                       {"reason": str, "args": dict, **LEAVING})
     yes = data["approve"]
     if ("reason" if yes else "args") in data:  # a yes has no reason, a no no arguments
         raise Refused(400, 'a yes may carry "args" (edited arguments), a no a "reason"; '
@@ -157,26 +163,41 @@ def post_verdict(h, user: str, sid: str, body: bytes) -> None:
     v, whose = ctx.last(), f"asked by {s.asker}: "  # no name holds ": " (see read_users)
     audit = ("approved", f"{whose}{v.tool} {v.args}") if yes \
         else ("denied", f"{whose}{v.tool}: {v.content}")
-    Stream(h, user, sid, s).run(ctx, audit=audit)
+    Stream(h, user, sid, s, leaving(data)).run(ctx, audit=audit)
+
+
+def post_cancel(h, user: str, sid: str, body: bytes) -> None:
+    """The asker stops the run on their session, in whichever process it runs: heard
+    between steps, and inside a model's reply."""
+    read_fields(body, {})
+    s = session_for(h.server, user, sid)
+    if s.asker != user:
+        raise Refused(403, "only the person who asked in this session may cancel its run")
+    if not h.server.store.cancel(sid):
+        raise Refused(409, "no run is going on in this session: nothing to cancel")
+    run = h.server.runs.get(sid)
+    if run is not None:  # in this process: heard at once, not only at its next commit
+        run.cancel.set()
+    h.server.store.audit(user, sid, "cancel asked")
+    h.reply(202, {"cancelling": sid})
+
+
+LEAVING = {"on_disconnect": str}  # "cancel" (the default) or "continue"
+
+
+def leaving(data: dict) -> str:
+    """What the run does when its client leaves: stops ("cancel") or goes on."""
+    said = data.get("on_disconnect", "cancel")
+    if said not in ("cancel", "continue"):
+        raise Refused(400, '"on_disconnect" must be "cancel" (the run stops when you '
+                           'leave, the default) or "continue" (it goes on without you)')
+    return said
 
 
 # what each claim of an approval token binds it to, as a refusal names it
 BOUND = {"sub": "user", "sid": "session", "call": "tool call",
          "args": "tool call's arguments",
          "jti": "approval request (a newer token replaced it)"}
-
-
-def session_for(server, user: str, sid: str) -> Session:
-    """The session, for someone who may see it (users.may_see). To anyone else it answers
-    exactly as a missing one does."""
-    s = server.store.load(sid)
-    if s is None or not server.users.may_see(user, s):
-        raise Refused(404, "no such session")
-    return s
-
-
-def is_running(s: Session) -> bool:
-    return s.lease_until > time.time()
 
 
 def take_a_run(server, user: str) -> None:
@@ -203,8 +224,9 @@ def session_to_run(server, user: str, sid: str) -> Session:
 TOP = {("GET", "me"): get_me, ("POST", "sessions"): post_session,
        ("GET", "approvals"): get_queue}
 ROUTES = {("GET", ""): get_session, ("GET", "picture"): get_picture,
+          ("GET", "events"): get_events,
           ("POST", "messages"): post_message, ("POST", "approvals"): post_verdict,
-          ("POST", "resume"): post_resume}
+          ("POST", "resume"): post_resume, ("POST", "cancel"): post_cancel}
 NO_ROUTE = ("no such route; the routes are GET /me, POST /sessions, GET /approvals "
-            "(your queue), GET /sessions/{id}, GET /sessions/{id}/picture, and "
-            "POST /sessions/{id}/messages, /approvals or /resume")
+            "(your queue), GET /sessions/{id}, GET /sessions/{id}/picture or /events, "
+            "and POST /sessions/{id}/messages, /approvals, /resume or /cancel")

@@ -3,7 +3,8 @@
 This is the one seam between the server and its database, small on purpose:
 `load` a session, `create` one, `save` it only if nobody else has since, list
 the sessions whose decision waits for a verdict (`waiting`, the approvers'
-queue), `take` one of a user's runs from their budget (the rate limit), and
+queue), `take` one of a user's runs from their budget (the rate limit), ask a
+run to stop in whichever process it runs (`cancel`, heard by `cancelled`), and
 append to the `audit` trail. Two databases sit behind it: a sqlite file, the
 default and the standard library only (sqlite.py); or a PostgreSQL server, given
 as a `postgresql://` URL, for several host processes on one database
@@ -63,8 +64,8 @@ class Store:
         """The store in `db`: a sqlite file's path, or a postgresql:// URL."""
         self.db = open_db(db)
         self.db.schema()
-        try:  # tables of an older host: a notebook a row, or no time a session was made
-            self.db.run("SELECT created, length FROM sessions WHERE id = ''")
+        try:  # an older host: a notebook a row, no time a session was made, no stop
+            self.db.run("SELECT created, length, stop FROM sessions WHERE id = ''")
         except Exception:  # the database's own error for a missing column (either one's)
             self.db.close()
             raise ValueError(f"{shown(db)} was made by an older host, which kept other "
@@ -144,6 +145,20 @@ class Store:
         rows, _ = self.db.run("SELECT id FROM sessions WHERE jti IS NOT NULL "
                               "ORDER BY created, id")
         return [sid for (sid,) in rows]
+
+    def cancel(self, sid: str) -> bool:
+        """Ask the run on the session to stop, in whichever process it runs; False if
+        none runs. It moves the version, so the run's next save misses (and the run
+        asks `cancelled` why); the flag is the new version, so it stops no later run."""
+        _, changed = self.db.run("UPDATE sessions SET version = version + 1, "
+                                 "stop = version + 1 WHERE id = ? AND lease_until > ?",
+                                 (sid, time.time()))
+        return changed == 1
+
+    def cancelled(self, sid: str, version: int) -> bool:
+        """Was the run that took the session at `version` asked to stop since?"""
+        rows, _ = self.db.run("SELECT stop FROM sessions WHERE id = ?", (sid,))
+        return bool(rows) and rows[0][0] > version
 
     def take(self, user: str, per_second: float, burst: int) -> float:
         """Take one run from the user's budget: 0.0 if it may start, else seconds to wait.

@@ -3,27 +3,28 @@
 A route hands a `Stream` the notebook to run on (a new message, a verdict, or
 what a resume finds); the Stream takes the session's lease, carries out a
 verdict the notebook ends with, then drives the loop a Step at a time. Whatever
-a client saw is in the notebook: a Step is committed before its event goes out.
-While a step runs, CALL names the tool call (a booking is keyed by it) and
-`thinking` sends the brain's words to the client being served, and a tool's
-`microagent.progress.report` its progress.
+a client saw is in the notebook: a Step is committed before its events go out
+(events.py says what they are). The run stops when its client leaves, or goes on
+without it (`on_disconnect`); it stops when its asker cancels it, in any process
+(the cancel moves the session's version, so the run's next commit misses, and
+reads why). While a step runs, CALL names the tool call (a booking is keyed by
+it) and `thinking` sends the brain's words to the client being served, and a
+tool's `microagent.progress.report` its progress.
 """
 
 import contextlib
 import contextvars
 import functools
-import json
 import secrets
 import threading
 import time
 
 from microagent import approval, progress
-from microagent.agent import DONE, OUT_OF_STEPS, PAUSED
+from microagent.agent import PAUSED
 from microagent.context import Context
+from microagent.host.events import no_longer, sse, token_for, told
 from microagent.host.request import API_HEADERS, Refused
 from microagent.host.store import Session
-from microagent.host.tokens import args_hash, sign
-from microagent.message import Message
 
 # while a tool runs: "<session>/<index of the decision>", the tool call's identity
 CALL = contextvars.ContextVar("CALL")
@@ -31,8 +32,9 @@ SERVING = contextvars.ContextVar("SERVING")  # the Stream this thread's request 
 
 
 class ClientGone(Exception):
-    """Raised inside a brain that is thinking out loud when nobody listens any more: the
-    client has gone, or another run took the session. The brain stops mid-reply."""
+    """Raised inside a brain that is thinking out loud when its run must stop: the client
+    has gone (and the run goes with it), the asker cancelled it, or another run took the
+    session. The brain stops mid-reply."""
 
 
 class Unsettled(BaseException):
@@ -48,18 +50,21 @@ def thinking(piece: str) -> None:
     """Send a piece of the brain's words to the client being served: a `thinking` event.
 
     The host's LLM brain is made with `on_text=thinking`; a Python brain may call it too.
-    Outside a request it does nothing. When the client has gone it raises ClientGone,
-    which stops the brain mid-reply; "" (a chunk with no words) only looks for that.
-    Each call also renews the session's lease, so a reply that streams for longer than
-    a lease keeps the session.
+    Outside a request it does nothing. When the run must stop (its client has gone, and
+    the run goes with it; or it was cancelled) it raises ClientGone, which stops the
+    brain mid-reply; "" (a chunk with no words) only looks for that. Each call also
+    renews the session's lease, so a reply that streams for longer than a lease keeps
+    the session (and hears a cancel asked in another process).
     """
     stream = SERVING.get(None)
     if stream is None:
         return
-    if stream.h.gone() or (piece and not stream.event("thinking", {"text": piece})):
+    if piece and not stream.event("thinking", {"text": piece}) and not stream.stays:
         stream.cancel.set()
-        raise ClientGone("the client went away while the brain was thinking")
     stream.renew()
+    if stream.stopping():
+        raise ClientGone("the run stopped while the brain was thinking (cancelled, or "
+                         "its client went away)")
 
 
 class Stream:
@@ -67,13 +72,17 @@ class Stream:
     the request. Each Step's notebook is committed before its event is sent, so whatever
     a client saw is in the notebook."""
 
-    def __init__(self, h, user: str, sid: str, s: Session):
+    def __init__(self, h, user: str, sid: str, s: Session, on_disconnect: str = "cancel"):
         self.h, self.server, self.user, self.sid = h, h.server, user, sid
         # as last committed
         self.asker, self.version, self.ctx = s.asker, s.version, s.context
         self.held = False  # this run holds the session's lease
         self.renewed = 0.0  # when it was last taken or renewed (time.monotonic())
-        self.cancel = threading.Event()  # the client has gone: nothing new starts
+        self.cancel = threading.Event()  # stop: nothing new starts
+        self.stays = on_disconnect == "continue"  # the run goes on when its client leaves
+        self.said = -1  # the id of the last event told (run() starts it)
+        self.took = -1  # the version the run took the session at
+        self.saved = s  # the session as its last commit left it in the store
 
     def run(self, ctx: Context, audit: tuple[str, str] | None = None) -> None:
         """Take the session, carry out a verdict it ends with, then drive the loop to a
@@ -84,6 +93,8 @@ class Stream:
         if not self.commit(ctx, lease=True):  # a verdict or a run got in since our load
             raise Refused(409, "another request changed this session first: load it "
                                "again")
+        self.took, self.server.runs[self.sid] = self.version, self  # the cancel route's
+        self.said = len(ctx) - 1  # its last note: told before, or one with no event
         try:
             if audit:
                 self.server.store.audit(self.user, self.sid, *audit)
@@ -91,7 +102,8 @@ class Stream:
             try:
                 self.h.send(200, {"Content-Type": "text/event-stream", **API_HEADERS})
             except OSError:  # gone already (a reset): a saved verdict is carried out
-                self.cancel.set()
+                if not self.stays:
+                    self.cancel.set()
             try:
                 if ctx.last().kind == "verdict":
                     ctx = self.settle(ctx)
@@ -108,6 +120,7 @@ class Stream:
                                               "later"})
                 raise  # to the log
         finally:
+            self.server.runs.pop(self.sid, None)
             if self.held:  # a failure on the way: let the session go, every step kept
                 with contextlib.suppress(Exception):  # the database may be down: the
                     self.commit(self.ctx)  # lease runs out, and the session is free
@@ -121,7 +134,7 @@ class Stream:
             self.lost()
             return None
         self.tool_call(ctx)
-        self.event("result", result_of(ctx))
+        self.tell(ctx)
         return ctx
 
     def drive(self, ctx: Context) -> None:
@@ -129,8 +142,7 @@ class Stream:
         stops."""
         steps = self.server.agent.steps(ctx, self.cancel)
         while True:
-            if self.h.gone():
-                self.cancel.set()
+            self.stopping()
             try:
                 with self.serving(len(ctx)):  # the index the next decision will have
                     step = next(steps)
@@ -138,8 +150,8 @@ class Stream:
                 if self.version is None:  # the lease ran out while the brain thought
                     return self.lost()
                 self.commit(ctx)  # lets go of the session; every step so far is kept
-                self.server.store.audit(self.user, self.sid, "cancelled",
-                                        "the client went away")
+                self.server.store.audit(self.user, self.sid, "cancelled", self.why())
+                self.event("cancelled", {})
                 return
             except Exception as e:  # the brain failed (a bug, a model server down)
                 self.server.log(f"{self.sid}: the brain failed: {type(e).__name__}: {e}")
@@ -156,8 +168,7 @@ class Stream:
                 return self.lost()
             if step.result is not None:
                 self.tool_call(ctx)
-            name, data = self.describe(step, jti)
-            if name and not self.event(name, data):
+            if not self.tell(ctx, step.stop, jti) and not self.stays:
                 self.cancel.set()
             if step.stop:
                 return
@@ -179,7 +190,7 @@ class Stream:
         thinking: no note, and it renews the lease; a client gone is heard at the next
         step."""
         if not self.event("progress", {"call": call, "done": done, "total": total,
-                                       "message": message}):
+                                       "message": message}) and not self.stays:
             self.cancel.set()
         with contextlib.suppress(ClientGone):  # the session lost: the next commit says so
             self.renew()
@@ -189,13 +200,36 @@ class Stream:
         lost it."""
         if self.version is None:  # lost already: nothing of ours may be written any more
             return False
+        store, sid = self.server.store, self.sid
         until = time.time() + self.server.lease if lease else 0.0
-        self.version = self.server.store.save(self.sid, ctx, self.version,
-                                              lease_until=until, jti=jti)
+        self.version = store.save(sid, ctx, self.version, lease_until=until, jti=jti)
+        if self.version is None and self.took >= 0 and store.cancelled(sid, self.took):
+            # the asker's cancel moved the version, in whichever process, so this save
+            # missed (no statement more a step to hear it): save again, let go, and stop
+            self.cancel.set()
+            until, lease = 0.0, False
+            self.version = store.save(sid, ctx, store.load(sid).version, jti=jti)
         self.held = lease and self.version is not None
-        if self.version is not None:
-            self.ctx, self.renewed = ctx, time.monotonic()
-        return self.version is not None
+        if self.version is None:
+            return False
+        self.ctx, self.renewed = ctx, time.monotonic()
+        # the session as the store now holds it, for the followers in this process (one
+        # assignment, so a follower never reads half of it)
+        self.saved = Session(self.asker, ctx, self.version, until, jti)
+        # the followers in this process look again; a new Event for the next commit, so
+        # this one never waits for a hundred followers waking on the old one
+        news, self.server.news = self.server.news, threading.Event()
+        news.set()
+        return True
+
+    def stopping(self) -> bool:
+        """Must the run stop? It was cancelled, or its client left and it goes with it."""
+        if not self.stays and self.h.gone():
+            self.cancel.set()
+        return self.cancel.is_set()
+
+    def why(self) -> str:
+        return "the client went away" if not self.stays and self.h.gone() else "cancelled"
 
     def renew(self) -> None:
         """Hold on to the session while the brain thinks: a third of a lease after it
@@ -216,37 +250,31 @@ class Stream:
                                 f"{result.name} (call {at})"
                                 + (" failed" if result.error else ""))
 
-    def describe(self, step, jti: str | None) -> tuple[str | None, dict]:
-        """The event for a Step: its name and its data (no name: nothing to say yet)."""
-        ctx = step.context
-        if step.stop == PAUSED:
-            return "approval_required", self.ask(ctx, jti)
-        if step.stop == DONE:
-            return "done", {"answer": ctx.last().content}
-        if step.stop == OUT_OF_STEPS:
-            return "out_of_steps", {"note": ctx.last().content}
-        if step.stop is not None:
-            return "cancelled", {}
-        if step.result is not None:
-            return "result", result_of(ctx)
-        if step.action.tool is None:
-            return "no_move", {"note": ctx.last().content, "at": len(ctx) - 1}
-        return None, {}  # a decision that waits for a human: the next Step says so
+    def tell(self, ctx: Context, stop: str | None = None, jti: str | None = None) -> bool:
+        """Send the events about the notes since the last told, and why the run stopped
+        (events.told, as a client that comes back reads them); False if the client has
+        gone."""
+        token = self.ask(ctx, jti) if stop == PAUSED else None
+        sent = [self.event(*one) for one in told(self.server.agent, ctx, self.said, stop,
+                                                 token)]
+        self.said = len(ctx) - 1
+        return all(sent)
 
-    def ask(self, ctx: Context, jti: str) -> dict:
-        """What waits for a verdict; with a token if the one being served may give it."""
+    def ask(self, ctx: Context, jti: str) -> str | None:
+        """Audit what waits for a verdict; a token for it if the one served may give it
+        (else the event says it waits for an approver, who finds it in their queue)."""
         decision = ctx.last()
         self.server.store.audit(self.asker, self.sid, "approval requested",
                                 f"{decision.tool} {decision.args}")
         if self.server.users.may_approve(self.user, self.asker):
-            token = token_for(self.server, self.user, self.sid, ctx, jti)
-            return {**asked(ctx), "approval_token": token}
-        return {**asked(ctx), "waits_for": "an approver"}  # who finds it in their queue
+            return token_for(self.server, self.user, self.sid, ctx, jti)
+        return None
 
-    def event(self, name: str, data: dict) -> bool:
-        """Send one server-sent event; False if the client has gone."""
+    def event(self, name: str, data: dict, id: int | None = None) -> bool:
+        """Send one server-sent event (with its `id`, if it is about a note); False if the
+        client has gone."""
         try:
-            self.h.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+            self.h.wfile.write(sse(name, data, id))
             return True
         except OSError:
             return False
@@ -256,37 +284,3 @@ UNSETTLED = ("the refund was being booked when the ledger's database failed, so 
              "it was booked is not known yet; nothing is lost, and it is not paid twice: "
              "resume this session once the database is back, and it is booked exactly "
              "once")
-
-
-def result_of(ctx: Context) -> dict:
-    """The `result` event for a notebook that ends with a tool's note."""
-    result, before = ctx[-1], ctx[-2]  # before: the decision, or the verdict on it
-    decision = ctx[-3] if before.kind == "verdict" else before
-    return {"tool": result.name, "args": before.args, "reasoning": decision.content,
-            "content": result.content, "error": result.error, "at": len(ctx) - 1}
-
-
-def pending(s: Session) -> Message | None:
-    """The decision the session waits on for a verdict, asked with a token; else None."""
-    return approval.waiting(s.context) if s.jti else None
-
-
-def asked(ctx: Context) -> dict:
-    """What the decision `ctx` ends with asks for, as the API shows it."""
-    decision = ctx.last()
-    return {"tool": decision.tool, "args": json.loads(decision.args),
-            "call": len(ctx) - 1}
-
-
-def token_for(server, user: str, sid: str, ctx: Context, jti: str) -> str:
-    """A signed approval token for the decision `ctx` ends with, bound to the approver
-    `user`, the session, the call (the decision's index), its arguments and the
-    session's `jti`; signed with the server's secret, for its token_ttl seconds."""
-    now = int(time.time())
-    return sign({"sub": user, "sid": sid, "call": len(ctx) - 1,
-                 "args": args_hash(ctx.last().args), "jti": jti,
-                 "iat": now, "exp": now + server.token_ttl}, server.secret)
-
-
-def no_longer(tool: str) -> str:
-    return f"{tool} is no longer in this office, so a verdict on it can't be carried out"

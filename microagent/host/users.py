@@ -12,7 +12,7 @@ import re
 
 from microagent.host.request import Refused
 from microagent.host.store import Session
-from microagent.host.stream import pending
+from microagent.host.events import pending
 
 ASKS, APPROVES = "asks", "approves"  # the two roles a user may have, in the users file
 NAME = re.compile(r"[A-Za-z0-9_.@-]{1,64}")  # as the audit trail and verdicts say it

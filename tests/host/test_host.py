@@ -167,7 +167,7 @@ def test_a_whole_session_create_ask_stream_approve_stream(host):
     assert h.queue("bob") == [] and h.call("alice", "GET", f"/sessions/{sid}")[2]["stopped"] == "done"
 
 
-def test_each_event_is_one_line_of_json_named_by_event(host):
+def test_each_event_is_one_line_of_json_named_by_event_with_the_id_of_its_note(host):
     h = host()
     sid = h.new()
     conn = socket.create_connection(("127.0.0.1", h.port))
@@ -183,9 +183,11 @@ def test_each_event_is_one_line_of_json_named_by_event(host):
     blocks = stream.strip().split("\n\n")
     assert len(blocks) == 3
     for block in blocks:
-        event, data = block.split("\n")
-        assert event.startswith("event: ") and data.startswith("data: ")
+        id, event, data = block.split("\n")
+        assert id.startswith("id: ") and event.startswith("event: ") and data.startswith("data: ")
         json.loads(data.removeprefix("data: "))
+    # each result's id is its note's index; the pause's is one past the decision (the verdict's place)
+    assert [block.split("\n")[0] for block in blocks] == ["id: 2", "id: 4", "id: 6"]
 
 
 def test_approve_with_edited_arguments_runs_the_tool_with_them(host):

@@ -19,7 +19,7 @@ import time
 import pytest
 
 from conftest import new_cluster
-from host_offices import request
+from host_offices import Listener, request
 from microagent.transport.stand_in import reply, serve
 from microagent import Context, from_json
 from microagent.host.store import open_db, shown
@@ -150,6 +150,52 @@ def test_sigkill_mid_run_then_restart_keeps_every_streamed_step_and_pays_the_ref
     assert stream[0][1]["content"] == "$79 refunded to the original card (receipt R1)"
     assert servers.refunds() == [(f"{sid}/5", "A1234", 79)]
     assert sum(m.name == "issue_refund" and m.kind == "result" for m in notebook(port, sid)) == 1
+
+
+def test_a_client_that_reconnects_to_a_second_process_while_the_first_is_killed_misses_nothing(servers):
+    (a_proc, a), (_, b) = servers.start(lease=2), servers.start(lease=2)
+    sid = call(a, "POST", "/sessions")[2]["id"]
+    first = Listener(a, "POST", f"/sessions/{sid}/messages", TOKEN, QUESTION).rest()
+    token = first[-1][2]["approval_token"]  # alice approves her own here (--approve-own)
+    # the approved run goes on without its client: the refund is paid and committed, then the
+    # process is killed in the final answer
+    servers.gate("block-before-final_answer")
+    verdict = Listener(a, "POST", f"/sessions/{sid}/approvals", TOKEN,
+                       {"approval_token": token, "approve": True, "on_disconnect": "continue"})
+    servers.wait_for("entered-final_answer")
+    verdict.leave()  # before it read a single event
+    a_proc.send_signal(signal.SIGKILL)
+    a_proc.wait(60)
+    # to the other process, from the last event the client saw: what it missed, read from the store;
+    # then the run, until the dead process's lease runs out, which the last event says in words
+    back = Listener(b, "GET", f"/sessions/{sid}/events", TOKEN, headers={"Last-Event-ID": first[-1][0]}).rest()
+    assert [(i, n) for i, n, _ in back] == [(7, "result"), (None, "error")]
+    assert back[0][2]["content"] == "$79 refunded to the original card (receipt R1)"
+    assert back[-1][2]["error"].startswith("the host that ran this session stopped in the middle of the run")
+    servers.gate("block-before-final_answer", on=False)
+    rest = Listener(b, "POST", f"/sessions/{sid}/resume", TOKEN, {}).rest()
+    seen = [e for e in first + back + rest if e[0] is not None]
+    assert [(i, n) for i, n, _ in seen] == [(2, "result"), (4, "result"), (6, "approval_required"),
+                                          (7, "result"), (9, "result"), (10, "done")]  # each once
+    ctx = notebook(b, sid)
+    for i, name, data in seen:
+        assert name != "result" or ctx[i].content == data["content"]
+    assert servers.refunds() == [(f"{sid}/5", "A1234", 79)]
+
+
+def test_the_asker_cancels_from_one_process_a_run_that_goes_on_in_another(servers):
+    (_, a), (_, b) = servers.start(), servers.start()
+    sid = call(a, "POST", "/sessions")[2]["id"]
+    servers.gate("block-before-check_policy")
+    client = Listener(a, "POST", f"/sessions/{sid}/messages", TOKEN, {**QUESTION, "on_disconnect": "continue"})
+    servers.wait_for("entered-check_policy")
+    client.leave()
+    follower = Listener(b, "GET", f"/sessions/{sid}/events", TOKEN, headers={"Last-Event-ID": "2"})
+    assert call(b, "POST", f"/sessions/{sid}/cancel", {})[:3:2] == (202, {"cancelling": sid})
+    servers.gate("release")  # check_policy ends; its commit hears the cancel, and nothing new starts
+    events = follower.rest()
+    assert [(i, n) for i, n, _ in events] == [(4, "result"), (None, "stopped")]
+    assert [m.kind for m in notebook(b, sid)] == ["question", "decision", "result", "decision", "result"]
 
 
 def test_two_server_processes_on_one_database_never_run_an_approval_twice(servers):

@@ -9,12 +9,14 @@ the playwright package (the dev extra), the tests skip.
     python tests/host/test_page.py docs/page_approval.png   # the README's screenshot: bob's queue, a refund open
 """
 
+import contextlib
 import http.client
 import json
 import os
 import pathlib
 import re
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -25,6 +27,7 @@ import types
 
 import pytest
 
+from host_offices import Listener, gated_refund_office
 from microagent import Action, Agent, approval, final_answer, scripted
 from microagent.host import Server, ledger_refund, refund_office, thinking
 from microagent.progress import report
@@ -775,6 +778,129 @@ def test_when_the_server_stops_mid_run_the_page_says_so_in_its_own_words(tmp_pat
         proc.kill()
         proc.wait(60)
         proc.stdout.close()
+
+
+# ----------------------------------------------------------------------------
+# runs that outlive their request, and events that resume
+
+class Relay:
+    """A TCP relay in front of the host whose connections the test cuts, as a proxy's idle timeout, a
+    phone that sleeps or a closed laptop does; a connection made after the cut is relayed again."""
+
+    def __init__(self, port: int):
+        self.port, self.pairs, self.lock = port, [], threading.Lock()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/"
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            try:
+                near = self.listener.accept()[0]
+            except OSError:  # closed: the test is over
+                return
+            far = socket.create_connection(("127.0.0.1", self.port))
+            with self.lock:
+                self.pairs.append((near, far))
+            for a, b in ((near, far), (far, near)):
+                threading.Thread(target=self.pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def pipe(a, b):
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+            b.shutdown(socket.SHUT_WR)
+        except OSError:  # cut
+            pass
+
+    def cut(self):
+        """Drop every connection relayed so far, both ends at once."""
+        with self.lock:
+            pairs, self.pairs = self.pairs, []
+        for pair in pairs:
+            for end in pair:
+                with contextlib.suppress(OSError):
+                    end.shutdown(socket.SHUT_RDWR)
+                end.close()
+
+    def close(self):
+        self.cut()
+        self.listener.close()
+
+
+def test_alice_leaves_mid_run_comes_back_after_it_paused_and_follows_bobs_approval_given_on_the_page(host, person):
+    entered, go = threading.Event(), threading.Event()
+    h = host(gated_refund_office(entered, go))
+    sid = h.api("alice", "POST", "/sessions", {})["id"]
+    alice = Listener(h.port, "POST", f"/sessions/{sid}/messages", USERS["alice"],
+                     {"text": QUESTION, "on_disconnect": "continue"})
+    assert alice.next()[:2] == (2, "result")
+    assert entered.wait(60)
+    alice.leave()  # mid-run: check_policy is still working
+    go.set()
+    bob = person(h, "bob")
+    expect(bob.page.locator("#queue-list li")).to_have_count(1)  # it went on, and paused for an approver
+    back = Listener(h.port, "GET", f"/sessions/{sid}/events", USERS["alice"], headers={"Last-Event-ID": "2"}).rest()
+    assert [(i, n) for i, n, _ in back] == [(4, "result"), (6, "approval_required")]
+    assert back[-1][2]["waits_for"] == "an approver"
+    opens_from_the_queue(bob, sid)
+    bob.page.click("#approve")
+    expect(bob.status).to_have_text(f"bob approved issue_refund. {DONE}")
+    rest = Listener(h.port, "GET", f"/sessions/{sid}/events", USERS["alice"], headers={"Last-Event-ID": "6"}).rest()
+    assert [(i, n) for i, n, _ in rest] == [(7, "result"), (9, "result"), (10, "done")]
+    assert rest[-1][2]["answer"] == "Good news, A1234 qualifies. I refunded $79 to your card, here in 3 to 5 days."
+
+
+def test_an_eventsource_in_the_browser_resumes_after_the_connection_drops_and_stops_at_the_end(host, person):
+    entered, go = threading.Event(), threading.Event()
+    h = host(gated_refund_office(entered, go))
+    relay = Relay(h.port)
+    try:
+        sid = h.api("alice", "POST", "/sessions", {})["id"]
+        run = Listener(h.port, "POST", f"/sessions/{sid}/messages", USERS["alice"],
+                       {"text": QUESTION, "on_disconnect": "continue"})
+        assert entered.wait(60)
+        token = h.api("alice", "GET", f"/sessions/{sid}")["events_token"]  # an EventSource sends no header
+        page = person(types.SimpleNamespace(url=relay.url)).page  # the page's origin, through the relay
+        page.evaluate("""([sid, token]) => {
+            window.got = [];
+            window.source = new EventSource(`/sessions/${sid}/events?token=${token}`);
+            for (const name of ["result", "approval_required", "done", "error", "stopped"]) {
+              // the server's events hold data; the browser's own "error" (a drop) has none
+              source.addEventListener(name, (e) => e.data && got.push([e.lastEventId, name]));
+            }
+        }""", [sid, token])
+        page.wait_for_function("() => got.length === 1")  # look_up_order's result
+        relay.cut()  # the server's side is gone: the browser reconnects by itself, with Last-Event-ID
+        page.wait_for_function("() => source.readyState === EventSource.CONNECTING")
+        go.set()
+        page.wait_for_function("() => got.length === 3")
+        # once it has every event the server answers 204, and an EventSource stops asking
+        page.wait_for_function("() => source.readyState === EventSource.CLOSED")
+        assert page.evaluate("got") == [["2", "result"], ["4", "result"], ["6", "approval_required"]]
+        assert [(i, n) for i, n, _ in run.rest()] == [(2, "result"), (4, "result"), (6, "approval_required")]
+    finally:
+        relay.close()
+
+
+def test_the_page_reconnects_by_itself_after_a_drop_and_says_so(host, person):
+    entered, go = threading.Event(), threading.Event()
+    h = host(gated_refund_office(entered, go))
+    relay = Relay(h.port)
+    try:
+        alice = person(types.SimpleNamespace(url=relay.url))
+        alice.start()
+        assert entered.wait(60)
+        expect(alice.story()).to_have_count(3)  # the question, and the lookup; check_policy works
+        relay.cut()
+        expect(alice.status).to_have_text("Reconnected: the run goes on where the page lost it.")
+        go.set()
+        waits_for_an_approver(alice)  # the rest of the run came over the new connection
+        expect(alice.problem).to_have_text("")
+        alice.said()
+    finally:
+        relay.close()
 
 
 # ----------------------------------------------------------------------------

@@ -101,6 +101,21 @@ def test_a_writer_that_read_an_older_version_loses_and_writes_nothing(stores):
     assert b.load("s1").context == Context((ASK, *LOOK))  # b reads what a wrote, and goes on from it
 
 
+def test_a_cancel_asked_in_another_process_makes_the_runs_next_save_miss_and_stops_no_later_run(stores):
+    run, other = stores(), stores()
+    run.create("s1", "alice", Context((ASK,)))
+    assert other.cancel("s1") is False  # no run holds the session: nothing to cancel
+    took = run.save("s1", Context((ASK,)), 0, lease_until=time.time() + 30)  # a run takes it: version 1
+    assert run.cancelled("s1", took) is False
+    assert other.cancel("s1") is True
+    assert run.save("s1", Context((ASK, *LOOK)), took, lease_until=time.time() + 30) is None  # missed
+    assert run.cancelled("s1", took) is True  # and why: a cancel, not another run
+    version = run.load("s1").version
+    assert run.save("s1", Context((ASK, *LOOK)), version) == version + 1  # its step kept, the session let go
+    later = run.save("s1", Context((ASK, *LOOK)), version + 1, lease_until=time.time() + 30)
+    assert run.cancelled("s1", later) is False  # the next run is not stopped by the old cancel
+
+
 def test_of_many_writers_racing_for_one_version_exactly_one_wins(stores):
     processes = [stores() for _ in range(2)]
     processes[0].create("s1", "alice", Context((ASK,)))
