@@ -27,6 +27,7 @@ from microagent.host.routes import NO_ROUTE, ROUTES, TOP
 from microagent.host.store import Store
 from microagent.host.stream import CALL
 from microagent.host.users import Users
+from microagent.progress import keeping
 from microagent.retry import hiding
 from microagent.spans import tracing
 
@@ -57,8 +58,9 @@ class Server(http.server.ThreadingHTTPServer):
         self.news = threading.Event()  # set, and replaced, at each commit: followers look
         agent = office(db)
         # every tool hidden: a tool's exception text goes to this server's log, never to
-        # a client
-        tools = [hiding(t, self.report, "the tool failed") for t in agent.tools.values()]
+        # a client; and kept, so a failure's note says how far the tool got
+        tools = [keeping(hiding(t, self.report, "the tool failed"))
+                 for t in agent.tools.values()]
         self.agent = Agent(agent.policy, tools, agent.max_steps, name=agent.name)
 
     def limit(self, user: str) -> float:
