@@ -54,8 +54,8 @@ USERS = {"alice": {"token": "alice-token-0123456789", "roles": ["asks"]},
 class Host:
     """A server on a free port in a thread, and a client that speaks as any of USERS."""
 
-    def __init__(self, tmp_path, office=refund_office, users=USERS, **settings):
-        self.db = str(tmp_path / "host.db")
+    def __init__(self, tmp_path, office=refund_office, users=USERS, db=None, **settings):
+        self.db = str(tmp_path / "host.db") if db is None else db
         self.users = {name: user["token"] if isinstance(user, dict) else user for name, user in users.items()}
         self.server = Server(office, self.db, users, SECRET, quiet=True, **settings)
         self.port = self.server.server_address[1]
