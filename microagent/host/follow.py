@@ -59,9 +59,9 @@ def place(server, user: str):
     follow ends, however it ends (a client that drops is heard within POLL + GATHER)."""
     places = server.following.setdefault(user, threading.Semaphore(server.follows))
     if not places.acquire(blocking=False):
-        raise Refused(429, f"{user} follows {server.follows} event streams at once already, "
-                           "the most one user may: close one you no longer read (a page, "
-                           "an EventSource) and ask again")
+        raise Refused(429, f"{user} follows {server.follows} event streams at once "
+                           "already, the most one user may: close one you no longer read "
+                           "(a page, an EventSource) and ask again")
     try:
         yield
     finally:
