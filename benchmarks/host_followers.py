@@ -56,7 +56,7 @@ def ticking_office(db: str) -> Agent:
     return Agent(policy, [wait, tick, final_answer], max_steps=TURNS + 5)
 
 
-def serve(folder: pathlib.Path, db: str) -> tuple[subprocess.Popen, int]:
+def serve(folder: pathlib.Path, db: str, followers: int) -> tuple[subprocess.Popen, int]:
     (folder / "users.json").write_text('{"alice": "%s"}' % TOKEN)
     env = {**os.environ, "FOLLOWERS_GATE": str(folder / "gate"),
            "PYTHONPATH": os.pathsep.join([str(pathlib.Path(__file__).parent), str(TESTS),
@@ -64,6 +64,7 @@ def serve(folder: pathlib.Path, db: str) -> tuple[subprocess.Popen, int]:
            "MICROAGENT_HOST_SECRET": "benchmark secret, 32 bytes or more"}
     proc = subprocess.Popen([sys.executable, "-m", "microagent.host", "--port", "0", "--db", db,
                              "--users", "users.json", "--rate", "100", "100",
+                             "--follows", str(max(followers, 1)),  # one user's followers
                              "--office", "host_followers:ticking_office"], cwd=folder, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     return proc, int(proc.stdout.readline().split("127.0.0.1:")[1].split(" ")[0])
@@ -96,7 +97,7 @@ def one_run(folder: pathlib.Path, port: int, followers: int) -> float:
 
 def measure(folder: pathlib.Path, db: str, followers: int, runs: int) -> tuple[float, float]:
     folder.mkdir()
-    proc, port = serve(folder, db)
+    proc, port = serve(folder, db, followers)
     try:
         alone, followed = [], []
         for _ in range(runs):

@@ -91,7 +91,8 @@ def keeping(tool: Tool) -> Tool:
     call, an agent used as a tool) gets the same words at its end. To try again too,
     keep first: `retrying(keeping(tool))`, so that each try reports from 1 again. With
     retry.hiding, keep last: `keeping(hiding(tool, report))` hides the failure's words
-    and keeps how far it got (the progress a client was shown as it came).
+    and keeps how far it got (the progress a client was shown as it came). A kept tool
+    kept again (a host keeps every tool it serves) says how far it got once.
     """
     if not isinstance(tool, Tool):
         raise TypeError(f"keeping takes a Tool (make one with @as_tool), not {tool!r}")
@@ -104,18 +105,21 @@ def keeping(tool: Tool) -> Tool:
             if outer is not None:            # listener, which calls at once share
                 with outer.lock:
                     outer.fn(done, total, message)
+            heard.last = (done, total, message)  # and what a kept tool inside passes on
         with listening(pass_on) as heard:
             try:
                 out = tool(**args)
             except Exception as e:
-                if heard.last is None:
-                    raise
+                far = heard.last and _as_far(heard.last)
                 said = said_by(e) if type(e) is RuntimeError else \
                     f"{type(e).__name__}: {said_by(e)}"  # (hiding's, say: said once)
-                raise RuntimeError(f"{said} {_as_far(heard.last)}") from e
-        if isinstance(out, Message) and out.error and heard.last is not None:
-            said = f"{out.content} {_as_far(heard.last)}"
-            return dataclasses.replace(out, content=said)
+                if far is None or said.endswith(far):  # no progress, or told already
+                    raise
+                raise RuntimeError(f"{said} {far}") from e
+        far = heard.last and _as_far(heard.last)
+        if isinstance(out, Message) and out.error and far \
+                and not out.content.endswith(far):
+            return dataclasses.replace(out, content=f"{out.content} {far}")
         return out
     return dataclasses.replace(tool, fn=kept)
 

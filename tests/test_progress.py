@@ -103,6 +103,25 @@ def test_a_kept_hidden_tool_hides_the_failures_words_and_keeps_how_far_it_got():
     assert [str(e) for e in errors] == ["password=hunter2 rejected"]
 
 
+def test_a_kept_tool_kept_again_says_how_far_it_got_once_and_through_hiding_too():
+    def migrate(rows: int, fail: str):
+        report(1, rows, "row 1")
+        report(2, rows, "row 2")
+        if fail == "note":
+            return error_note("migrate", "the server hung up")
+        raise OSError("password=hunter2 rejected")
+    kept = keeping(Tool("migrate", "Migrate the rows", migrate))
+    assert keeping(kept).run('{"rows": 5, "fail": "raise"}').content == (
+        "error: migrate failed: RuntimeError: OSError: password=hunter2 rejected (it got as far as 2 of 5: row 2)")
+    assert keeping(kept).run('{"rows": 5, "fail": "note"}').content == (
+        "error: the server hung up (it got as far as 2 of 5: row 2)")
+    # as a host keeps every tool it hides, a tool kept by its office: the inner words hidden, how far kept
+    errors = []
+    note = keeping(hiding(kept, errors.append, "the tool failed")).run('{"rows": 5, "fail": "raise"}')
+    assert note.content == "error: migrate failed: RuntimeError: the tool failed (it got as far as 2 of 5: row 2)"
+    assert [str(e) for e in errors] == ["OSError: password=hunter2 rejected (it got as far as 2 of 5: row 2)"]
+
+
 def test_kept_calls_report_from_one_again_and_pass_it_on_to_the_listener_outside():
     tool = keeping(Tool("copy_files", "Copy files", copy_files))
     heard = []

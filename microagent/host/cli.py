@@ -106,6 +106,8 @@ def options(argv: list[str] | None) -> argparse.Namespace:
                    help="runs a user may start: a burst, then so many a second")
     p.add_argument("--timeout", type=float, default=10.0,
                    help="seconds a client may take to send a request")
+    p.add_argument("--follows", type=int, default=20,
+                   help="event streams one user may follow at once (each holds a thread)")
     p.add_argument("--audit", action="store_true", help="print the audit trail and exit")
     return p.parse_args(argv)
 
@@ -132,7 +134,7 @@ def main(argv: list[str] | None = None) -> None:
         server = Server(office, o.db, users_from(o.users), secret_from(secret_file),
                         port=o.port, token_ttl=o.token_ttl, lease=o.lease,
                         timeout=o.timeout, rate=(o.rate[0], int(o.rate[1])),
-                        approve_own=o.approve_own)
+                        approve_own=o.approve_own, follows=o.follows)
     except (ConnectionError, PermissionError, ImportError, ValueError) as e:  # the db
         raise SystemExit(f"python -m microagent.host: {e}") from None
     print(f"serving on http://127.0.0.1:{server.server_address[1]} "

@@ -9,6 +9,8 @@ with), then it follows the run as it commits, until the run stops. A run in
 this process wakes its followers at each commit; one in another process is
 looked at every POLL seconds. A run whose host died (its lease ran out with no
 stop) ends the follow with an event that says so, and that resume goes on.
+Each follow holds a thread of its process, so one user may hold at most the
+Server's `follows` at once (20 by default); one more is refused with 429.
 
 A browser's EventSource can't send an Authorization header, so the session's
 answer holds an `events_token`: signed, for this user and session, for reading
@@ -20,6 +22,7 @@ client of the request that runs the loop.
 
 import contextlib
 import re
+import threading
 import time
 import urllib.parse
 
@@ -44,7 +47,29 @@ IDLE = ("no run is going on in this session, and its notebook does not end where
 
 def get_events(h, user: str, sid: str, body: bytes) -> None:
     """The events after the client's point, from the store, then the run's as it commits;
-    204 (no more to come: an EventSource stops asking) if it has them all."""
+    204 (no more to come: an EventSource stops asking) if it has them all. A follow holds
+    a thread: a user may hold at most the server's `follows` at once (429 beyond)."""
+    with place(h.server, user):
+        follow(h, user, sid)
+
+
+@contextlib.contextmanager
+def place(server, user: str):
+    """One of the user's places to follow from, while the block runs; given back when the
+    follow ends, however it ends (a client that drops is heard within POLL + GATHER)."""
+    places = server.following.setdefault(user, threading.Semaphore(server.follows))
+    if not places.acquire(blocking=False):
+        raise Refused(429, f"{user} follows {server.follows} event streams at once "
+                           "already, the most one user may: close one you no longer read "
+                           "(a page, an EventSource) and ask again")
+    try:
+        yield
+    finally:
+        places.release()
+
+
+def follow(h, user: str, sid: str) -> None:
+    """What get_events sends: the events after the client's point, then the run's."""
     server = h.server
     news = server.news  # a commit after this sets it: looked at before each read
     s = session_for(server, user, sid)

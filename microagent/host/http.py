@@ -27,6 +27,7 @@ from microagent.host.routes import NO_ROUTE, ROUTES, TOP
 from microagent.host.store import Store
 from microagent.host.stream import CALL
 from microagent.host.users import Users
+from microagent.progress import keeping
 from microagent.retry import hiding
 from microagent.spans import tracing
 
@@ -39,11 +40,15 @@ class Server(http.server.ThreadingHTTPServer):
     def __init__(self, office, db: str, users: dict, secret: bytes, *, port: int = 0,
                  token_ttl: int = 600, lease: float = 30.0, timeout: float = 10.0,
                  rate: tuple[float, int] = (1.0, 20), approve_own: bool = False,
-                 quiet: bool = False):
+                 quiet: bool = False, follows: int = 20):
         """Serve `office(db) -> Agent` on 127.0.0.1:port to `users` (users.read_users).
 
         approve_own: a user who asks and approves may approve their own requests too.
+        follows: event streams (GET .../events) one user may follow at once in this
+        process; each holds a thread.
         """
+        if not (type(follows) is int and follows >= 1):
+            raise ValueError(f"follows is a whole number from 1 up, not {follows!r}")
         if not (isinstance(secret, bytes) and len(secret) >= 32):
             raise ValueError("the signing secret must be at least 32 random bytes "
                              "(secrets.token_bytes(32))")
@@ -55,10 +60,12 @@ class Server(http.server.ThreadingHTTPServer):
         self.rate = rate  # (per second, burst): runs a user may start
         self.runs = {}  # session id -> the Stream running on it in this process
         self.news = threading.Event()  # set, and replaced, at each commit: followers look
+        self.follows, self.following = follows, {}  # user -> a Semaphore of their follows
         agent = office(db)
         # every tool hidden: a tool's exception text goes to this server's log, never to
-        # a client
-        tools = [hiding(t, self.report, "the tool failed") for t in agent.tools.values()]
+        # a client; and kept, so a failure's note says how far the tool got
+        tools = [keeping(hiding(t, self.report, "the tool failed"))
+                 for t in agent.tools.values()]
         self.agent = Agent(agent.policy, tools, agent.max_steps, name=agent.name)
 
     def limit(self, user: str) -> float:

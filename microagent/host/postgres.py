@@ -67,6 +67,11 @@ CREATE OR REPLACE TRIGGER audit_no_truncate BEFORE TRUNCATE ON audit
     FOR EACH STATEMENT EXECUTE FUNCTION written_in_pen('the audit trail is append-only');
 """
 
+# the host before this one made `sessions` without `stop`: `upgrade` adds it
+STOP = "ALTER TABLE sessions ADD COLUMN stop BIGINT NOT NULL DEFAULT -1"
+COLUMNS = ("SELECT column_name FROM information_schema.columns "
+           "WHERE table_schema = current_schema() AND table_name = 'sessions'")
+
 # what a schema makes, and how to find out whether it is there
 MADE = re.compile(r"CREATE (?:OR REPLACE )?(TABLE|FUNCTION|TRIGGER) "
                   r"(?:IF NOT EXISTS )?(\w+)")
@@ -109,6 +114,23 @@ class Postgres:
                     f"TABLES IN SCHEMA public TO {role}; GRANT USAGE ON ALL SEQUENCES IN "
                     f"SCHEMA public TO {role}"
                 ) from None
+
+    def upgrade(self) -> None:
+        """Add `stop` to a sessions table the host before this one made, one process at a
+        time (the schema's lock); a table older still (no `created`) is left as it is,
+        for the store to refuse. A role that may not alter it is told what to do."""
+        try:
+            with self.transaction() as run:
+                run("SELECT pg_advisory_xact_lock(21021)")  # as schema() takes it
+                columns = {name for (name,) in run(COLUMNS)[0]}
+                if "created" in columns and "stop" not in columns:
+                    run(STOP)
+        except psycopg.errors.InsufficientPrivilege as e:
+            [(role,)] = self.run("SELECT current_user")[0]
+            raise PermissionError(
+                f"the role {role} may not add the column stop to sessions in "
+                f"{self.shown}, made by an older host ({e.diag.message_primary}): start "
+                "this host once as the database's owner, which adds it") from None
 
     def run(self, sql: str, args: tuple | None = ()) -> tuple[list[tuple], int]:
         """The rows a statement gives, and how many it changed."""

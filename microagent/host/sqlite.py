@@ -36,7 +36,8 @@ CREATE TRIGGER IF NOT EXISTS audit_no_replace BEFORE INSERT ON audit
     WHEN EXISTS (SELECT 1 FROM audit WHERE n = NEW.n)
     BEGIN SELECT RAISE(ABORT, 'the audit trail is append-only'); END;
 """
-
+# the host before this one made `sessions` without `stop`: `upgrade` adds it
+STOP = "ALTER TABLE sessions ADD COLUMN stop INTEGER NOT NULL DEFAULT -1"
 
 
 class Sqlite:
@@ -60,6 +61,15 @@ class Sqlite:
     def schema(self, sql: str = SCHEMA) -> None:
         with self.lock:
             self.db.executescript(sql)
+
+    def upgrade(self) -> None:
+        """Add `stop` to a sessions table the host before this one made, one process at a
+        time (the file's write lock); a table older still (no `created`) is left as it
+        is, for the store to refuse."""
+        with self.transaction() as run:
+            columns = {row[1] for row in run("PRAGMA table_info(sessions)")[0]}
+            if "created" in columns and "stop" not in columns:
+                run(STOP)
 
     def run(self, sql: str, args: tuple = ()) -> tuple[list[tuple], int]:
         """The rows a statement gives, and how many it changed."""

@@ -29,11 +29,12 @@ join on are checked as a notebook of their own (`checked`). A note that breaks
 them is a ValueError, never run. So a message at the end of a long session
 costs about what one at its start does (benchmarks/long_session.py).
 
-What it leaves out: migrations (a database made by an older host is refused with
-a message that says so), and a note changed behind the database's back (which
-takes dropping its triggers) after a process has read it: that process goes on
-with the note it read; a process that reads the changed note refuses it if it
-breaks the rules.
+What it leaves out: migrations, beyond adding the one column the host before this
+one lacked (`upgrade`, in sqlite.py and postgres.py; a database made by an older
+host still is refused with a message that says so); and a note changed behind
+the database's back (which takes dropping its triggers) after a process has read
+it: that process goes on with the note it read; a process that reads the changed
+note refuses it if it breaks the rules.
 """
 
 import collections
@@ -64,12 +65,14 @@ class Store:
         """The store in `db`: a sqlite file's path, or a postgresql:// URL."""
         self.db = open_db(db)
         self.db.schema()
-        try:  # an older host: a notebook a row, no time a session was made, no stop
+        self.db.upgrade()  # the host before this one kept no `stop`: added
+        try:  # an older host still: a notebook a row, or no time a session was made
             self.db.run("SELECT created, length, stop FROM sessions WHERE id = ''")
         except Exception:  # the database's own error for a missing column (either one's)
             self.db.close()
             raise ValueError(f"{shown(db)} was made by an older host, which kept other "
-                             "columns; this one has no migrations: start on a new "
+                             "columns (a notebook a row, or no time a session was "
+                             "made) that this one can't upgrade: start on a new "
                              "database") from None
         self.keep, self.lock = keep, threading.Lock()
         # session id -> (version, its notebook at that version), the last used last

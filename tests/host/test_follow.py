@@ -7,15 +7,16 @@ same across processes (killed with SIGKILL, on PostgreSQL) is in
 test_host_processes.py; in a browser, in test_page.py.
 """
 
+import queue
 import threading
 import time
 
 import pytest
 
 from host_offices import Listener, gated_refund_office
-from microagent import Action, Agent, Context, final_answer
-from microagent.host import refund_office, thinking
-from test_host import QUESTION, Host, blocking_office
+from microagent import Action, Agent, Context, as_tool, final_answer, scripted
+from microagent.host import Server, refund_office, thinking
+from test_host import QUESTION, SECRET, USERS, Host, blocking_office
 
 
 @pytest.fixture
@@ -259,11 +260,12 @@ def test_a_follow_cut_by_a_database_failure_ends_with_an_event_that_says_so(host
 
 def test_a_hundred_followers_of_one_run_each_get_every_event_and_the_run_finishes(host):
     started, release = threading.Event(), threading.Event()
-    h = host(blocking_office(started, release))
+    h = host(blocking_office(started, release), follows=100)  # one user's hundred: more than the default
     sid = h.new()
     client = ask(h, sid, "go")
     assert started.wait(60)
     followers = [follow(h, sid) for _ in range(100)]
+    assert [f.status for f in followers] == [200] * 100
     got = [[] for _ in followers]
     threads = [threading.Thread(target=lambda i=i: got[i].extend(followers[i].rest())) for i in range(100)]
     for thread in threads:
@@ -274,3 +276,66 @@ def test_a_hundred_followers_of_one_run_each_get_every_event_and_the_run_finishe
         thread.join(120)
     assert live[-1] == (23, "done", {"answer": "ok"}) and len(live) == 12
     assert all(each == live for each in got)
+
+
+# ----------------------------------------------------------------------------
+# how many one user may follow at once
+
+def waiting_office(entered: queue.Queue):
+    """An office whose first tool waits, in each run, until the test sets the gate it puts in `entered`."""
+    @as_tool
+    def wait() -> str:
+        """Wait for the test."""
+        gate = threading.Event()
+        entered.put(gate)
+        assert gate.wait(60)
+        return "waited"
+    return lambda db: Agent(scripted(Action("wait", {}), Action("final_answer", {"answer": "ok"})),
+                            [wait, final_answer])
+
+
+def test_a_user_follows_at_most_twenty_streams_at_once_and_a_follow_that_ends_or_drops_gives_its_place_back(host):
+    entered = queue.Queue()
+    h = host(waiting_office(entered))
+    sid = h.new()
+    client = ask(h, sid, "go")
+    gate = entered.get(timeout=60)  # alice's run waits in its tool
+    followers = [follow(h, sid) for _ in range(20)]
+    assert [f.status for f in followers] == [200] * 20  # each holds a thread of the host
+    refused, says = follow(h, sid), ("alice follows 20 event streams at once already, the most one user may: "
+                                     "close one you no longer read (a page, an EventSource) and ask again")
+    assert (refused.status, refused.answer()) == (429, {"error": says})
+    assert h.trail()[-1] == ("alice", sid, "refused 429", says)
+    # the cap is each user's: dan follows his own run
+    theirs = h.new("dan")
+    dans = ask(h, theirs, "go", user="dan")
+    dans_gate = entered.get(timeout=60)
+    dan = follow(h, theirs, user="dan")
+    assert dan.status == 200
+    # a follower whose connection drops gives its place back, once the host hears it has gone
+    followers.pop().leave()
+
+    def another() -> bool:
+        again = follow(h, sid)
+        if again.status == 200:
+            followers.append(again)
+            return True
+        assert again.status == 429
+        again.leave()
+        return False
+    until(another, "the place of the follower who left")
+    # the run ends: every follow ends with it, and each gives its place back before its connection closes
+    gate.set()
+    live = client.rest()
+    assert all(f.rest() == live for f in followers)
+    for _ in range(21):  # had a place not come back, one of these would be refused
+        again = follow(h, sid)
+        assert again.status == 200 and again.rest() == live  # the whole run, read from the store
+    dans_gate.set()
+    assert dans.rest()[-1] == dan.rest()[-1] == (5, "done", {"answer": "ok"})
+
+
+def test_the_cap_on_follows_is_a_whole_number_from_one(tmp_path):
+    for wrong in (0, -1, 2.5, "20", True):
+        with pytest.raises(ValueError, match=f"follows is a whole number from 1 up, not {wrong!r}"):
+            Server(refund_office, str(tmp_path / "host.db"), USERS, SECRET, follows=wrong)

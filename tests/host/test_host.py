@@ -36,6 +36,7 @@ from microagent.demo import check_policy, look_up_order, support_policy
 from microagent.invariants import check
 from microagent.progress import keeping, report
 from microagent.picture import draw
+from microagent.trace import story
 from microagent.schema import as_tool
 
 SECRET = b"s" * 32
@@ -53,8 +54,8 @@ USERS = {"alice": {"token": "alice-token-0123456789", "roles": ["asks"]},
 class Host:
     """A server on a free port in a thread, and a client that speaks as any of USERS."""
 
-    def __init__(self, tmp_path, office=refund_office, users=USERS, **settings):
-        self.db = str(tmp_path / "host.db")
+    def __init__(self, tmp_path, office=refund_office, users=USERS, db=None, **settings):
+        self.db = str(tmp_path / "host.db") if db is None else db
         self.users = {name: user["token"] if isinstance(user, dict) else user for name, user in users.items()}
         self.server = Server(office, self.db, users, SECRET, quiet=True, **settings)
         self.port = self.server.server_address[1]
@@ -600,10 +601,37 @@ def test_a_tools_progress_streams_as_events_before_its_result_and_the_log_keeps_
     # question, decision, result, decision, result, decision, result: a report is no note
     notebook = h.notebook(sid)
     assert len(notebook) == 7 and notebook[4].error
-    # the host hides a tool's failure from the brain and the page; its log keeps the whole of it
-    assert notebook[4].content == "error: copy_files failed: RuntimeError: the tool failed"
+    # the host hides a tool's failure from the brain and the page, and keeps how far it got (said once, though
+    # the office kept the tool too); its log keeps the whole of it
+    assert notebook[4].content == ("error: copy_files failed: RuntimeError: the tool failed "
+                                   "(it got as far as 2 of 5: copying file 2)")
     assert [line for line in logged if "a tool failed" in line] == [
         f"{sid}/3: a tool failed: RuntimeError: OSError: disk full (it got as far as 2 of 5: copying file 2)"]
+
+
+def test_a_hosted_tool_that_fails_leaves_how_far_it_got_in_the_notebook_and_the_story_and_hides_its_words(host):
+    def copy_files(count: int) -> str:  # the office does not keep it: the host does
+        for i in range(1, 3):
+            report(i, count, f"copying file {i}")
+        raise OSError("disk full at /srv/vault, password hunter2 refused")
+    brain = scripted(Action("copy_files", {"count": 5}), Action("final_answer", {"answer": "stopped"}))
+    h = host(lambda db: Agent(brain, [Tool("copy_files", "Copy files", copy_files), final_answer]))
+    logged = []
+    h.server.log = logged.append
+    sid = h.new()
+    status, _, stream = h.ask(sid, "copy")
+    said = "error: copy_files failed: RuntimeError: the tool failed (it got as far as 2 of 5: copying file 2)"
+    assert [data["content"] for event, data in stream if event == "result"] == [said, "stopped"]
+    status, _, shown = h.call("alice", "GET", f"/sessions/{sid}")  # the notebook, as the session's GET gives it
+    notebook = from_json(json.dumps(shown["notebook"]))
+    assert status == 200 and notebook[2].content == said and notebook[2].error
+    told = story(notebook)
+    assert "    -> copy_files returned: " + said in told.split("\n")
+    # the exception's words went to the log only
+    for seen in (json.dumps(stream), json.dumps(shown), told, json.dumps(h.trail())):
+        assert "disk full" not in seen and "hunter2" not in seen and "/srv/vault" not in seen
+    assert [line for line in logged if "a tool failed" in line] == [
+        f"{sid}/1: a tool failed: OSError: disk full at /srv/vault, password hunter2 refused"]
 
 
 # ----------------------------------------------------------------------------

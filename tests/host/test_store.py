@@ -16,9 +16,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from microagent import Context, Message, to_json
-from microagent.host import ledger_refund
+from microagent.host import ledger_refund, refund_office
 from microagent.host.store import Store, checked, open_db, shown
 from microagent.invariants import check
+from test_host import ANSWER, QUESTION, Host
 
 ASK = Message("user", "refund A1234?")
 LOOK = (Message("assistant", "look first", "support", "look_up_order", '{"order_id": "A1234"}'),
@@ -358,6 +359,84 @@ def test_a_database_made_by_an_older_host_is_refused_with_a_message_that_says_so
         Store(db)
     assert str(e.value).startswith(f"{shown(db)} was made")  # named, and without its password
     assert shown(db) == db or ":" + urllib.parse.urlsplit(db).password + "@" not in str(e.value)
+
+
+# the sessions table as the host before this one made it (git show 7a3bf0a:microagent/host/sqlite.py and
+# postgres.py): no `stop`; its other tables are today's
+OLD_SESSIONS = {
+    "sqlite": "CREATE TABLE sessions (id TEXT PRIMARY KEY, owner TEXT NOT NULL, "
+              "created REAL NOT NULL, version INTEGER NOT NULL, length INTEGER NOT NULL, "
+              "lease_until REAL NOT NULL DEFAULT 0, jti TEXT)",
+    "postgres": "CREATE TABLE sessions (id TEXT PRIMARY KEY, owner TEXT NOT NULL, "
+                "created DOUBLE PRECISION NOT NULL, version BIGINT NOT NULL, length BIGINT NOT NULL, "
+                "lease_until DOUBLE PRECISION NOT NULL DEFAULT 0, jti TEXT)"}
+
+
+def old_database(db: str) -> Context:
+    """Make `db` as the host before this one did, with a session in it ("old") whose refund waits for bob's
+    verdict, written as that host wrote it; its notebook."""
+    paused = refund_office(db).run(QUESTION)  # question, look up, check, the refund asked: it waits
+    old = open_db(db)
+    old.run(OLD_SESSIONS["postgres" if db.startswith("postgresql") else "sqlite"])
+    old.schema()  # the rest, as the host before made it (the same)
+    with old.transaction() as run:
+        run("INSERT INTO sessions (id, owner, created, version, length, jti) VALUES (?, ?, ?, ?, ?, ?)",
+            ("old", "alice", time.time(), 1, len(paused), "jti-of-the-old-host"))
+        for n, note in enumerate(paused):
+            run("INSERT INTO notes (session, n, note) VALUES (?, ?, ?)", ("old", n, to_json(Context((note,)))))
+    assert len(old.run("SELECT * FROM sessions")[0][0]) == 7  # no stop
+    old.close()
+    return paused
+
+
+def test_a_database_made_by_the_host_before_gets_its_new_column_and_its_session_reads_back_and_runs(db, tmp_path):
+    paused = old_database(db)
+    h = Host(tmp_path, db=db)  # today's host on it
+    try:
+        assert h.notebook("old") == paused
+        status, _, answer = h.call("alice", "GET", "/sessions/old")
+        assert answer["pending"] == {"tool": "issue_refund", "args": {"order_id": "A1234", "amount": 79}, "call": 5}
+        status, _, stream = h.verdict("old", h.token("old"))  # bob finds it in his queue, and approves
+        assert status == 200 and stream[-1] == ("done", {"answer": ANSWER})
+        assert len(h.notebook("old")) == 10  # the verdict, the refund, the answer's decision and result
+    finally:
+        h.close()
+    store = Store(db)
+    assert store.db.run("SELECT stop FROM sessions WHERE id = 'old'")[0] == [(-1,)]  # as a new one has it
+    store.close()
+
+
+def test_eight_processes_starting_at_once_on_a_database_of_the_host_before_all_start(db):
+    old_database(db)
+    opened, failed = at_once(lambda: Store(db))
+    try:
+        assert failed == [] and len(opened) == 8
+        assert all(store.load("old").jti == "jti-of-the-old-host" for store in opened)
+        assert opened[0].cancel("old") is False  # the cancel's column is there: no run holds it
+    finally:
+        for store in opened:
+            store.close()
+
+
+def test_a_role_that_may_not_add_the_column_is_told_to_start_the_host_once_as_the_owner(postgres):
+    import psycopg
+
+    paused = old_database(postgres)
+    name = postgres.rsplit("/", 1)[1]
+    role, password = f"clerk_{name}", "clerk-pass-2718281828"
+    with psycopg.connect(postgres, autocommit=True) as conn:  # a role that may only use the tables
+        conn.execute(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'")
+        conn.execute(f"GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA public TO {role}")
+    clerk = postgres.replace(postgres.split("//")[1].split("@")[0], f"{role}:{password}")
+    with pytest.raises(PermissionError) as e:
+        Store(clerk)
+    assert str(e.value) == (f"the role {role} may not add the column stop to sessions in {shown(clerk)}, made by "
+                            "an older host (must be owner of table sessions): start this host once as the "
+                            "database's owner, which adds it")
+    Store(postgres).close()  # the owner starts it once
+    store = Store(clerk)
+    assert store.load("old").context == paused
+    store.close()
 
 
 def test_the_sqlite_host_needs_no_psycopg_and_a_url_without_it_says_what_to_install(tmp_path):
