@@ -1,7 +1,8 @@
 """The office as an A2A agent: the host's sessions served as A2A 1.0 tasks over JSON-RPC.
 
 The host serves its agent card at /.well-known/agent-card.json and A2A's methods at
-POST /a2a (ROUTES, which microagent.host.http looks up first). A run is a task whose
+POST /a2a, given these ROUTES by whoever makes it (`Server(..., routes=ROUTES)`;
+`python -m microagent.host` does). A run is a task whose
 id is its session's: each Step goes out as a status update, and the run stops where
 the host's runs stop. A decision that waits for an approver is `auth_required`, and
 only the host's own approvals decide it: no message of the caller's can. A caller
@@ -27,8 +28,6 @@ from microagent.a2a.calls import (BAD_PARAMS, BAD_REQUEST, BAD_VERSION, CODES,
                                   CONTENT_TYPE, NO_METHOD, NO_PUSH, NOT_CANCELABLE, PARSE,
                                   UNSUPPORTED, Failed, fields, id_of, result, write)
 from microagent.a2a.client import VERSION  # the A2A version spoken, both ways
-# tasks as a module, its names read when called: tasks.py imports the host, whose
-# http.py imports this module, so either may be the one half made when the other runs
 from microagent.a2a import tasks
 
 
@@ -281,7 +280,7 @@ def subscribe_to_task(h, user: str, rid, params: dict) -> None:
     tasks.follow(h, user, sid, rid, len(s.context), tasks.state_of(server, s))
 
 
-# the methods by their names, and the host's routes for A2A (microagent.host.http)
+# the methods by their names, and the routes for A2A to give the host's Server
 METHODS = {"SendMessage": send_message, "SendStreamingMessage": send_streaming_message,
            "GetTask": get_task, "CancelTask": cancel_task,
            "SubscribeToTask": subscribe_to_task}

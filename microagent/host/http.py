@@ -19,7 +19,6 @@ import sys
 import threading
 import urllib.parse
 
-import microagent.a2a.server as a2a  # the office as an A2A agent, built on this host
 from microagent.agent import Agent
 from microagent.host.follow import events_reader
 from microagent.host.request import API_HEADERS, Refused, read_body
@@ -39,10 +38,12 @@ class Server(http.server.ThreadingHTTPServer):
     def __init__(self, office, db: str, users: dict, secret: bytes, *, port: int = 0,
                  token_ttl: int = 600, lease: float = 30.0, timeout: float = 10.0,
                  rate: tuple[float, int] = (1.0, 20), approve_own: bool = False,
-                 quiet: bool = False):
+                 quiet: bool = False, routes: dict | None = None):
         """Serve `office(db) -> Agent` on 127.0.0.1:port to `users` (users.read_users).
 
         approve_own: a user who asks and approves may approve their own requests too.
+        routes: more routes, (method, path) -> function(handler, body), looked up first
+        and reading their own token (microagent.a2a.server.ROUTES: the office over A2A).
         """
         if not (isinstance(secret, bytes) and len(secret) >= 32):
             raise ValueError("the signing secret must be at least 32 random bytes "
@@ -53,6 +54,7 @@ class Server(http.server.ThreadingHTTPServer):
         self.token_ttl, self.lease = token_ttl, lease  # seconds
         self.client_timeout = timeout  # seconds a client may take to send a request
         self.rate = rate  # (per second, burst): runs a user may start
+        self.routes = {} if routes is None else routes
         self.runs = {}  # session id -> the Stream running on it in this process
         self.news = threading.Event()  # set, and replaced, at each commit: followers look
         agent = office(db)
@@ -138,8 +140,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             body = read_body(self) if method == "POST" else b""
             self.read_whole()  # the request is whole: a run may take as long as it takes
             where = self.path.split("?")[0]
-            if (method, where) in a2a.ROUTES:  # A2A: its card, JSON-RPC
-                return a2a.ROUTES[method, where](self, body)
+            if (method, where) in self.server.routes:  # the maker's (A2A: its card, JSON-RPC)
+                return self.server.routes[method, where](self, body)
             if method == "GET" and where in PAGE:  # no token: the page asks for one
                 return self.page(*PAGE[where])
             path = where.split("/")[1:]  # "/sessions/{id}/x" -> [sessions, id, x]
