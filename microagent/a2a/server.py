@@ -16,7 +16,6 @@ which reads a task off the store). What it leaves out: README.md, "## Serving an
 """
 
 import secrets
-import threading
 
 from microagent import approval
 from microagent.context import Context
@@ -170,34 +169,16 @@ def send_message(h, user: str, rid, params: dict, streaming: bool = False) -> No
         ctx, audit = reply_on(server, user, s, text)
     apart = setting.get("returnImmediately", False) and not streaming
     line = tasks.Line(h, sid, rid, streaming, apart)
+    # returnImmediately: answered as the run begins, which goes on without its caller
+    tasks.Told(line, user, sid, s, "continue" if apart else "cancel").run(ctx, audit=audit)
     if apart:
-        return run_apart(h, rid, line, tasks.Told(line, user, sid, s), ctx, audit)
-    tasks.Told(line, user, sid, s).run(ctx, audit=audit)
+        return
     if not streaming:
         h.reply(200, {"jsonrpc": "2.0", "id": rid,
                       "result": {"task": tasks.task_of(server, sid, server.store.load(sid),
                                                  line.error)}})
     elif line.said[0] == tasks.AUTH_REQUIRED:  # an approver decides out of band: stay, and tell
         tasks.follow(h, user, sid, rid, line.told, line.said)
-
-
-def run_apart(h, rid, line, stream, ctx: Context, audit) -> None:  # a Line, a Told
-    """returnImmediately: the run goes on in a thread of its own, and the answer is the
-    task as its run began (or the refusal that kept it from beginning)."""
-    def run():
-        try:
-            stream.run(ctx, audit=audit)
-        except Exception as e:
-            line.failed = e
-            if line.begun.is_set():  # nobody waits for it any more: to the log
-                h.server.log(f"{line.sid}: the run failed: {type(e).__name__}: {e}")
-        finally:
-            line.begun.set()
-    threading.Thread(target=run, daemon=True).start()
-    line.begun.wait()
-    if line.first is None:
-        raise line.failed
-    h.reply(200, result(rid, {"task": line.first}))
 
 
 def reply_on(server, user: str, s, text: str) -> tuple[Context, tuple | None]:

@@ -14,7 +14,6 @@ Stream whose events are A2A's) through a `Line`; or, for a run anywhere else, by
 What it leaves out: the task's history (the notebook itself is at GET /sessions/{id}).
 """
 
-import threading
 import time
 
 from microagent.agent import DONE, OUT_OF_STEPS
@@ -113,11 +112,11 @@ def open_stream(h) -> None:
 
 class Line:
     """Where a `Told` stream writes: the A2A client's connection, streamed or blocking,
-    or nobody's (`apart`: a run the caller does not wait for).
+    or answered at once (`apart`: returnImmediately, a run the caller does not wait for).
 
     Stream.run opens its event stream through `send`, once the run has the session;
-    here that begins A2A's stream with the task as it stands (or, for a blocking call,
-    sends nothing yet).
+    here that begins A2A's stream with the task as it stands, or answers with it (apart),
+    or, for a blocking call, sends nothing yet.
     """
 
     def __init__(self, h, sid: str, rid, streaming: bool, apart: bool = False):
@@ -126,19 +125,17 @@ class Line:
         self.said, self.error = (WORKING, None), None  # (state, status message) sent last
         self.told = 0  # the notes of the notebook told so far
         self.pieces = 0  # the brain's words sent so far, a piece at a time
-        self.apart, self.begun, self.first, self.failed = apart, threading.Event(), None, None
+        self.apart = apart
 
     def gone(self) -> bool:
-        return not self.apart and self.h.gone()  # apart, nobody can go: it runs to a stop
+        return self.h.gone()
 
     def send(self, status: int, headers: dict, payload: bytes = b"") -> None:
+        s = self.server.store.load(self.sid)
         if self.apart:
-            s = self.server.store.load(self.sid)
-            self.first = task_of(self.server, self.sid, s)
-            self.begun.set()
-        if self.sse:
+            self.h.reply(200, result(self.rid, {"task": task_of(self.server, self.sid, s)}))
+        elif self.sse:
             open_stream(self.h)
-            s = self.server.store.load(self.sid)
             self.put({"task": task_of(self.server, self.sid, s)})
             self.told = len(s.context)
 
