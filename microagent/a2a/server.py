@@ -178,7 +178,7 @@ def send_message(h, user: str, rid, params: dict, streaming: bool = False) -> No
                       "result": {"task": tasks.task_of(server, sid, server.store.load(sid),
                                                  line.error)}})
     elif line.said[0] == tasks.AUTH_REQUIRED:  # an approver decides out of band: stay, and tell
-        tasks.follow(h, user, sid, rid, line.told, line.said)
+        tasks.follow(h, sid, rid, line.told, line.said, server.news)
 
 
 def reply_on(server, user: str, s, text: str) -> tuple[Context, tuple | None]:
@@ -251,6 +251,7 @@ def subscribe_to_task(h, user: str, rid, params: dict) -> None:
     fields(params, "params", {"id": str}, {"tenant": str})
     server, sid = h.server, params["id"]
     take_a_run(server, user)  # a subscription holds a thread for as long as it follows
+    news = server.news  # a commit after this wakes the follow
     s = session_for(server, user, sid)
     state, _ = tasks.state_of(server, s)
     if state in tasks.TERMINAL:
@@ -258,7 +259,7 @@ def subscribe_to_task(h, user: str, rid, params: dict) -> None:
                                   "happen to it (GetTask reads it)")
     tasks.open_stream(h)
     write(h, result(rid, {"task": tasks.task_of(server, sid, s)}))
-    tasks.follow(h, user, sid, rid, len(s.context), tasks.state_of(server, s))
+    tasks.follow(h, sid, rid, len(s.context), tasks.state_of(server, s), news)
 
 
 # the methods by their names, and the routes for A2A to give the host's Server

@@ -9,22 +9,19 @@ index, so the same notebook always reads as the same task.
 
 A task is told as it goes in two ways: a run in this request, by `Told` (a host
 Stream whose events are A2A's) through a `Line`; or, for a run anywhere else, by
-`follow`, which reads the store until the task stops.
+`follow`, on the host's own follow: woken at each commit in this process, reading
+the store across processes.
 
 What it leaves out: the task's history (the notebook itself is at GET /sessions/{id}).
 """
 
-import time
-
 from microagent.agent import DONE, OUT_OF_STEPS
-from microagent.host.routes import is_running, session_for
-from microagent.host.request import API_HEADERS, Refused
+from microagent.host.follow import changes, is_running
+from microagent.host.request import API_HEADERS
 from microagent.host.store import Session
 from microagent.host.stream import Stream
 from microagent.message import Message
 from microagent.a2a.calls import result, write
-
-POLL = 0.2  # seconds between looks at the store while a task is followed
 
 SUBMITTED, WORKING, COMPLETED = "TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", \
     "TASK_STATE_COMPLETED"
@@ -166,26 +163,21 @@ class Told(Stream):
         return all([line.put(e) for e in ending(sid, s, (now[0], line.error or now[1]))])
 
 
-def follow(h, user: str, sid: str, rid, told: int, said_last: tuple) -> None:
-    """Read the task off the store until it stops or waits for the caller (whichever
-    host process runs it), sending its new steps and each change of where it stands
-    (`said_last`: the state and status message sent last)."""
-    server, state = h.server, said_last[0]
-    while state not in TERMINAL and state != INPUT_REQUIRED and not h.gone():
-        time.sleep(POLL)
-        try:
-            s = session_for(server, user, sid)
-        except Refused:  # no longer theirs to see
-            return
+def follow(h, sid: str, rid, told: int, said_last: tuple, news) -> None:
+    """Follow the task (whichever host process runs it: microagent.host.follow's
+    `changes`, woken by `news`) until it stops or waits for the caller, sending its new
+    steps and each change of where it stands (`said_last`: the state and status message
+    sent last)."""
+    looks = changes(h, sid, news)
+    while said_last[0] not in (*TERMINAL, INPUT_REQUIRED) and (s := next(looks, None)):
         for at in range(told, len(s.context)):
             if s.context[at].kind in ("result", "no_move"):
                 write(h, result(rid, update(sid, WORKING, said(s.context[at]), at)))
-        told = len(s.context)
-        now = state_of(server, s)
+        told, now = len(s.context), state_of(h.server, s)
         if now != said_last and now[0] != WORKING:
             for event in ending(sid, s, now):
                 write(h, result(rid, event))
-        state, said_last = now[0], now
+        said_last = now
 
 
 def ending(sid: str, s, now: tuple[str, str | None]) -> list[dict]:
