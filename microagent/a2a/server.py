@@ -20,7 +20,8 @@ import secrets
 from microagent import approval
 from microagent.context import Context
 from microagent.host.request import MAX_TEXT, Refused, read_fields
-from microagent.host.routes import session_for, session_to_run, take_a_run
+from microagent.host.follow import changes
+from microagent.host.routes import session_for, session_to_run, stop_run, take_a_run
 from microagent.host.users import ASKS
 from microagent.message import ASSISTANT, USER, Message
 from microagent.a2a.calls import (BAD_PARAMS, BAD_REQUEST, BAD_VERSION, CODES,
@@ -221,19 +222,23 @@ def get_task(h, user: str, rid, params: dict) -> None:
 
 
 def cancel_task(h, user: str, rid, params: dict) -> None:
-    """Withdraw a task that waits (for a verdict, or for the caller): a no to what it
-    waits on, then a remark that cancels it. A running one is cancelled by closing the
-    stream that drives it."""
+    """Withdraw a task: its run, if one goes on, stopped by the host's cancel (wherever
+    it runs) and waited for; then a no to what it waits on, and a remark that cancels it."""
     fields(params, "params", {"id": str}, {"metadata": dict, "tenant": str})
     server, sid = h.server, params["id"]
     take_a_run(server, user)
+    news = server.news  # a commit after this wakes the wait for the run to stop
     s = session_for(server, user, sid)
-    state, _ = tasks.state_of(server, s)
-    if state in tasks.TERMINAL or state in (tasks.WORKING, tasks.SUBMITTED):
-        raise Failed(NOT_CANCELABLE, f"the task is {state[11:].lower()}: only a task "
-                                     "that waits can be cancelled")
     if s.asker != user:
         raise Refused(403, "only the person who asked in this task may cancel it")
+    if stop_run(server, user, sid, s):  # heard between steps, and inside a model's reply
+        s = next((now for now in changes(h, sid, news) if not tasks.is_running(now)), None)
+        if s is None:  # the caller left: the run stops all the same
+            return
+    state, _ = tasks.state_of(server, s)
+    if state in tasks.TERMINAL or state in (tasks.WORKING, tasks.SUBMITTED):
+        raise Failed(NOT_CANCELABLE, f"the task is {state[11:].lower()}: it can no longer "
+                                     "be cancelled")
     ctx, waits = s.context, approval.waiting(s.context)
     if waits is not None and waits.tool in server.agent.tools:
         ctx = approval.deny(ctx, server.agent.tools[waits.tool], "the task was cancelled",

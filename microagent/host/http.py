@@ -140,7 +140,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             body = read_body(self) if method == "POST" else b""
             self.read_whole()  # the request is whole: a run may take as long as it takes
             where = self.path.split("?")[0]
-            if (method, where) in self.server.routes:  # the maker's (A2A: its card, JSON-RPC)
+            if (method, where) in self.server.routes:  # the maker's (A2A's, say)
                 return self.server.routes[method, where](self, body)
             if method == "GET" and where in PAGE:  # no token: the page asks for one
                 return self.page(*PAGE[where])
