@@ -176,7 +176,7 @@ def post_cancel(h, user: str, sid: str, body: bytes) -> None:
 
 
 def stop_run(server, user: str, sid: str, s: Session) -> bool:
-    """Ask the run on the asker's session to stop, wherever it runs; False if none runs."""
+    """Ask the run on the asker's session to stop, wherever it runs (False: none runs)."""
     if s.asker != user:
         raise Refused(403, "only the person who asked in this session may cancel its run")
     if not server.store.cancel(sid):
