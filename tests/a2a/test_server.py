@@ -23,8 +23,8 @@ from a2a.types import (CancelTaskRequest, GetTaskRequest, Message, Part, Role, S
 from a2a.utils.errors import (InvalidParamsError, InvalidRequestError, TaskNotCancelableError,
                               TaskNotFoundError, UnsupportedOperationError)
 
-from host_offices import request
-from microagent import Action, Agent, as_tool, final_answer, scripted
+from host_offices import gated_refund_office, request
+from microagent import Agent
 from microagent.a2a.server import ROUTES
 from microagent.host import Server, refund_office, thinking
 
@@ -344,42 +344,31 @@ def test_cancel_task_withdraws_a_waiting_refund_and_the_approver_can_no_longer_a
     assert ("alice", sid, "cancelled", "over A2A") in h.trail()
 
 
-def blocking_office(started: threading.Event, release: threading.Event):
-    """An office whose first tool waits until the test lets it go, then answers "ok"."""
-    @as_tool
-    def wait() -> str:
-        """Wait for the test."""
-        started.set()
-        assert release.wait(60)
-        return "waited"
-    policy = scripted(Action("wait", {}), Action("final_answer", {"answer": "ok"}))
-    return lambda db: Agent(policy, [wait, final_answer])
-
-
 def test_cancel_task_stops_a_task_whose_run_goes_on_and_the_task_ends_canceled(host):
-    started, release = threading.Event(), threading.Event()
-    h = host(office=blocking_office(started, release))
+    entered, go = threading.Event(), threading.Event()
+    h = host(office=gated_refund_office(entered, go))
 
     async def main():
         alice = await client_of(h, "alice", polling=True)  # returnImmediately: the run goes on
-        task = await send(alice, "go")
-        assert started.wait(60)  # the run waits inside its first tool
+        task = await send(alice, QUESTION)
+        assert entered.wait(60)  # the run is inside check_policy
         cancelling = asyncio.ensure_future(alice.cancel_task(CancelTaskRequest(id=task.id)))
         # the cancel is asked (the host's, heard at the run's next commit); then the tool ends
         await asyncio.to_thread(until, lambda: ("alice", task.id, "cancel asked", "") in h.trail())
-        release.set()
+        go.set()
         cancelled = await cancelling
         assert TaskState.Name(cancelled.status.state) == "TASK_STATE_CANCELED"
         assert cancelled.status.message.parts[0].text == "cancelled over A2A by alice"
         await alice.close()
         return task.id
     sid = asyncio.run(main())
-    # the step that was running is kept; nothing new started; the remark withdraws the task
+    # the step that was running is kept, nothing new started, nothing paid; a remark withdraws it
     assert [m.kind for m in h.server.store.load(sid).context] == \
-        ["question", "decision", "result", "remark"]
+        ["question", "decision", "result", "decision", "result", "remark"]
+    assert refunds(h.db) == []
     assert [t[2:] for t in h.trail() if t[:2] == ("alice", sid)] == [
-        ("created", "over A2A"), ("cancel asked", ""), ("tool call", "wait (call 1)"),
-        ("cancelled", "over A2A")]
+        ("created", "over A2A"), ("tool call", "look_up_order (call 1)"), ("cancel asked", ""),
+        ("tool call", "check_policy (call 3)"), ("cancelled", "over A2A")]
 
 
 def until(check, what="it") -> None:
