@@ -4,7 +4,8 @@
 exception hidden from clients), the store, the users, the signing secret, and
 the limits. `Handler` serves one request: its body read whole within a deadline
 for the whole request (request.py), its bearer token read (users.py; on the events
-route a signed events token may stand in, follow.py), then its route (routes.py);
+route a signed events token may stand in, follow.py), then its route (routes.py, or
+one the Server's maker gave, which reads its own token: A2A's);
 a refusal is answered in JSON and written to the audit trail.
 """
 
