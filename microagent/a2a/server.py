@@ -1,18 +1,19 @@
 """The office as an A2A agent: the host's sessions served as A2A 1.0 tasks over JSON-RPC.
 
 The host serves its agent card at /.well-known/agent-card.json and A2A's methods at
-POST /a2a, given these ROUTES by whoever makes it (`Server(..., routes=ROUTES)`;
-`python -m microagent.host` does). A run is a task whose
-id is its session's: each Step goes out as a status update, and the run stops where
-the host's runs stop. A decision that waits for an approver is `auth_required`, and
-only the host's own approvals decide it: no message of the caller's can. A caller
-who may approve their own (a host started with approve_own) is asked instead:
-`input_required`, answered "yes" or "no: <why>" on the same task. The users, their
-tokens, the rate limit, the audit trail and the request hygiene are the host's.
+POST /a2a when its maker gives it these ROUTES (`Server(..., routes=ROUTES)`, as
+`python -m microagent.host` does). A run is a task whose id is its session's: each
+Step goes out as a status update, and the run stops where the host's runs stop. A
+decision that waits for an approver is `auth_required`, and only the host's own
+approvals decide it: no message of the caller's can. A caller who may approve their
+own (a host started with approve_own) is asked instead: `input_required`, answered
+"yes" or "no: <why>" on the same task. The users, their tokens, the rate limit, the
+audit trail and the request hygiene are the host's.
 
 Read it with calls.py (JSON-RPC's errors, and params read field by field) and tasks.py
-(a session as a task; `Told`, a host Stream whose events are A2A's, and `follow`,
-which reads a task off the store). What it leaves out: README.md, "## Serving an office".
+(a session as a task; `Told`, a host Stream whose events are A2A's, and `follow`, the
+host's follow told in A2A's events). What it leaves out: README.md, "## Serving an
+office".
 """
 
 import secrets

@@ -131,6 +131,7 @@ class Line:
         s = self.server.store.load(self.sid)
         if self.apart:
             self.h.reply(200, result(self.rid, {"task": task_of(self.server, self.sid, s)}))
+            self.h.streaming = True  # answered: a failure after this goes to the log only
         elif self.sse:
             open_stream(self.h)
             self.put({"task": task_of(self.server, self.sid, s)})
