@@ -14,6 +14,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import types
 
 import httpx
 import pytest
@@ -423,6 +424,25 @@ def test_each_module_of_the_server_may_be_the_first_imported(module):
     out = subprocess.run([sys.executable, "-c", f"import microagent.a2a.{module}"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
+
+
+def test_python_dash_m_microagent_host_speaks_a2a_too(tmp_path):
+    # the host's __main__.py gives its Server A2A's routes: served from the command line,
+    # the card is there, and a task runs to where it waits for bob
+    proc = subprocess.Popen([sys.executable, "-m", "microagent.host", "--port", "0"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        line = proc.stdout.readline()  # "serving on http://127.0.0.1:PORT (...)"
+        assert line.startswith("serving on http://127.0.0.1:"), line
+        users = json.loads((tmp_path / "microagent-users.json").read_text())
+        h = types.SimpleNamespace(port=int(line.split(":")[2].split(" ")[0]))  # for rpc()
+        asked = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": MESSAGE}}
+        status, _, answer = rpc(h, asked, token=users["alice"]["token"])
+        assert (status, answer["result"]["task"]["status"]["state"]) == (200, "TASK_STATE_AUTH_REQUIRED")
+    finally:
+        proc.kill()
+        proc.wait(60)
+        proc.stdout.close()
 
 
 def test_the_benchmark_the_readme_quotes_runs():
