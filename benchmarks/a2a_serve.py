@@ -21,6 +21,7 @@ import time
 
 from microagent import Action, Agent, final_answer
 from microagent.a2a import coworker
+from microagent.a2a.server import ROUTES
 from microagent.host import Server
 
 TOKEN = "alice-token-0123456789"
@@ -66,7 +67,7 @@ def main() -> None:
     runs = parser.parse_args().runs
     db = str(pathlib.Path(tempfile.mkdtemp(prefix="a2a-serve-")) / "host.db")
     users = {"alice": {"token": TOKEN, "roles": ["asks"]}}
-    server = Server(quick, db, users, b"s" * 32, quiet=True, rate=(1e6, 10**6))
+    server = Server(quick, db, users, b"s" * 32, quiet=True, rate=(1e6, 10**6), routes=ROUTES)
     port = server.server_address[1]
     threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     tool = coworker(f"http://127.0.0.1:{port}", token=TOKEN, timeout=30)

@@ -70,6 +70,14 @@ def test_the_workshop_uses_only_the_books_public_names():
                 assert not private, f"{path.relative_to(ROOT)} reaches into the book for {private}"
 
 
+def test_the_host_imports_nothing_of_a2a_which_is_built_on_it():
+    # a2a's server imports the host; a host importing a2a back would close a circle
+    # (python -m microagent.host's __main__.py, which nothing imports, hands it A2A's routes)
+    for path in (PACKAGE / "host").glob("*.py"):
+        reaching = [module for module, _ in imports(path) if module.startswith("microagent.a2a")]
+        assert path.name == "__main__.py" or not reaching, f"host/{path.name} imports {reaching}"
+
+
 def test_init_only_re_exports():
     tree = ast.parse((PACKAGE / "__init__.py").read_text())
     for node in tree.body:

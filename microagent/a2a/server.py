@@ -1,34 +1,34 @@
 """The office as an A2A agent: the host's sessions served as A2A 1.0 tasks over JSON-RPC.
 
 The host serves its agent card at /.well-known/agent-card.json and A2A's methods at
-POST /a2a (ROUTES, which microagent.host.http looks up first). A run is a task whose
-id is its session's: each Step goes out as a status update, and the run stops where
-the host's runs stop. A decision that waits for an approver is `auth_required`, and
-only the host's own approvals decide it: no message of the caller's can. A caller
-who may approve their own (a host started with approve_own) is asked instead:
-`input_required`, answered "yes" or "no: <why>" on the same task. The users, their
-tokens, the rate limit, the audit trail and the request hygiene are the host's.
+POST /a2a when its maker gives it these ROUTES (`Server(..., routes=ROUTES)`, as
+`python -m microagent.host` does). A run is a task whose id is its session's: each
+Step goes out as a status update, and the run stops where the host's runs stop. A
+decision that waits for an approver is `auth_required`, and only the host's own
+approvals decide it: no message of the caller's can. A caller who may approve their
+own (a host started with approve_own) is asked instead: `input_required`, answered
+"yes" or "no: <why>" on the same task. The users, their tokens, the rate limit, the
+audit trail and the request hygiene are the host's.
 
 Read it with calls.py (JSON-RPC's errors, and params read field by field) and tasks.py
-(a session as a task; `Told`, a host Stream whose events are A2A's, and `follow`,
-which reads a task off the store). What it leaves out: README.md, "## Serving an office".
+(a session as a task; `Told`, a host Stream whose events are A2A's, and `follow`, the
+host's follow told in A2A's events). What it leaves out: README.md, "## Serving an
+office".
 """
 
 import secrets
-import threading
 
 from microagent import approval
 from microagent.context import Context
 from microagent.host.request import MAX_TEXT, Refused, read_fields
-from microagent.host.routes import session_for, session_to_run, take_a_run
+from microagent.host.follow import changes
+from microagent.host.routes import session_for, session_to_run, stop_run, take_a_run
 from microagent.host.users import ASKS
 from microagent.message import ASSISTANT, USER, Message
 from microagent.a2a.calls import (BAD_PARAMS, BAD_REQUEST, BAD_VERSION, CODES,
                                   CONTENT_TYPE, NO_METHOD, NO_PUSH, NOT_CANCELABLE, PARSE,
                                   UNSUPPORTED, Failed, fields, id_of, result, write)
 from microagent.a2a.client import VERSION  # the A2A version spoken, both ways
-# tasks as a module, its names read when called: tasks.py imports the host, whose
-# http.py imports this module, so either may be the one half made when the other runs
 from microagent.a2a import tasks
 
 
@@ -171,34 +171,16 @@ def send_message(h, user: str, rid, params: dict, streaming: bool = False) -> No
         ctx, audit = reply_on(server, user, s, text)
     apart = setting.get("returnImmediately", False) and not streaming
     line = tasks.Line(h, sid, rid, streaming, apart)
+    # returnImmediately: answered as the run begins, which goes on without its caller
+    tasks.Told(line, user, sid, s, "continue" if apart else "cancel").run(ctx, audit=audit)
     if apart:
-        return run_apart(h, rid, line, tasks.Told(line, user, sid, s), ctx, audit)
-    tasks.Told(line, user, sid, s).run(ctx, audit=audit)
+        return
     if not streaming:
         h.reply(200, {"jsonrpc": "2.0", "id": rid,
                       "result": {"task": tasks.task_of(server, sid, server.store.load(sid),
                                                  line.error)}})
     elif line.said[0] == tasks.AUTH_REQUIRED:  # an approver decides out of band: stay, and tell
-        tasks.follow(h, user, sid, rid, line.told, line.said)
-
-
-def run_apart(h, rid, line, stream, ctx: Context, audit) -> None:  # a Line, a Told
-    """returnImmediately: the run goes on in a thread of its own, and the answer is the
-    task as its run began (or the refusal that kept it from beginning)."""
-    def run():
-        try:
-            stream.run(ctx, audit=audit)
-        except Exception as e:
-            line.failed = e
-            if line.begun.is_set():  # nobody waits for it any more: to the log
-                h.server.log(f"{line.sid}: the run failed: {type(e).__name__}: {e}")
-        finally:
-            line.begun.set()
-    threading.Thread(target=run, daemon=True).start()
-    line.begun.wait()
-    if line.first is None:
-        raise line.failed
-    h.reply(200, result(rid, {"task": line.first}))
+        tasks.follow(h, sid, rid, line.told, line.said, server.news)
 
 
 def reply_on(server, user: str, s, text: str) -> tuple[Context, tuple | None]:
@@ -241,19 +223,23 @@ def get_task(h, user: str, rid, params: dict) -> None:
 
 
 def cancel_task(h, user: str, rid, params: dict) -> None:
-    """Withdraw a task that waits (for a verdict, or for the caller): a no to what it
-    waits on, then a remark that cancels it. A running one is cancelled by closing the
-    stream that drives it."""
+    """Withdraw a task: its run, if one goes on, stopped by the host's cancel (wherever
+    it runs) and waited for; then a no to what it waits on, and a remark that cancels it."""
     fields(params, "params", {"id": str}, {"metadata": dict, "tenant": str})
     server, sid = h.server, params["id"]
     take_a_run(server, user)
+    news = server.news  # a commit after this wakes the wait for the run to stop
     s = session_for(server, user, sid)
-    state, _ = tasks.state_of(server, s)
-    if state in tasks.TERMINAL or state in (tasks.WORKING, tasks.SUBMITTED):
-        raise Failed(NOT_CANCELABLE, f"the task is {state[11:].lower()}: only a task "
-                                     "that waits can be cancelled")
     if s.asker != user:
         raise Refused(403, "only the person who asked in this task may cancel it")
+    if stop_run(server, user, sid, s):  # heard between steps, and inside a model's reply
+        s = next((now for now in changes(h, sid, news) if not tasks.is_running(now)), None)
+        if s is None:  # the caller left: the run stops all the same
+            return
+    state, _ = tasks.state_of(server, s)
+    if state in tasks.TERMINAL or state in (tasks.WORKING, tasks.SUBMITTED):
+        raise Failed(NOT_CANCELABLE, f"the task is {state[11:].lower()}: it can no longer "
+                                     "be cancelled")
     ctx, waits = s.context, approval.waiting(s.context)
     if waits is not None and waits.tool in server.agent.tools:
         ctx = approval.deny(ctx, server.agent.tools[waits.tool], "the task was cancelled",
@@ -271,6 +257,7 @@ def subscribe_to_task(h, user: str, rid, params: dict) -> None:
     fields(params, "params", {"id": str}, {"tenant": str})
     server, sid = h.server, params["id"]
     take_a_run(server, user)  # a subscription holds a thread for as long as it follows
+    news = server.news  # a commit after this wakes the follow
     s = session_for(server, user, sid)
     state, _ = tasks.state_of(server, s)
     if state in tasks.TERMINAL:
@@ -278,10 +265,10 @@ def subscribe_to_task(h, user: str, rid, params: dict) -> None:
                                   "happen to it (GetTask reads it)")
     tasks.open_stream(h)
     write(h, result(rid, {"task": tasks.task_of(server, sid, s)}))
-    tasks.follow(h, user, sid, rid, len(s.context), tasks.state_of(server, s))
+    tasks.follow(h, sid, rid, len(s.context), tasks.state_of(server, s), news)
 
 
-# the methods by their names, and the host's routes for A2A (microagent.host.http)
+# the methods by their names, and the routes for A2A to give the host's Server
 METHODS = {"SendMessage": send_message, "SendStreamingMessage": send_streaming_message,
            "GetTask": get_task, "CancelTask": cancel_task,
            "SubscribeToTask": subscribe_to_task}

@@ -9,23 +9,19 @@ index, so the same notebook always reads as the same task.
 
 A task is told as it goes in two ways: a run in this request, by `Told` (a host
 Stream whose events are A2A's) through a `Line`; or, for a run anywhere else, by
-`follow`, which reads the store until the task stops.
+`follow`, on the host's own follow: woken at each commit in this process, reading
+the store across processes.
 
 What it leaves out: the task's history (the notebook itself is at GET /sessions/{id}).
 """
 
-import threading
-import time
-
 from microagent.agent import DONE, OUT_OF_STEPS
-from microagent.host.routes import is_running, session_for
-from microagent.host.request import API_HEADERS, Refused
+from microagent.host.follow import changes, is_running
+from microagent.host.request import API_HEADERS
 from microagent.host.store import Session
 from microagent.host.stream import Stream
 from microagent.message import Message
 from microagent.a2a.calls import result, write
-
-POLL = 0.2  # seconds between looks at the store while a task is followed
 
 SUBMITTED, WORKING, COMPLETED = "TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", \
     "TASK_STATE_COMPLETED"
@@ -113,11 +109,11 @@ def open_stream(h) -> None:
 
 class Line:
     """Where a `Told` stream writes: the A2A client's connection, streamed or blocking,
-    or nobody's (`apart`: a run the caller does not wait for).
+    or answered at once (`apart`: returnImmediately, a run the caller does not wait for).
 
     Stream.run opens its event stream through `send`, once the run has the session;
-    here that begins A2A's stream with the task as it stands (or, for a blocking call,
-    sends nothing yet).
+    here that begins A2A's stream with the task as it stands, or answers with it (apart),
+    or, for a blocking call, sends nothing yet.
     """
 
     def __init__(self, h, sid: str, rid, streaming: bool, apart: bool = False):
@@ -126,19 +122,18 @@ class Line:
         self.said, self.error = (WORKING, None), None  # (state, status message) sent last
         self.told = 0  # the notes of the notebook told so far
         self.pieces = 0  # the brain's words sent so far, a piece at a time
-        self.apart, self.begun, self.first, self.failed = apart, threading.Event(), None, None
+        self.apart = apart
 
     def gone(self) -> bool:
-        return not self.apart and self.h.gone()  # apart, nobody can go: it runs to a stop
+        return self.h.gone()
 
     def send(self, status: int, headers: dict, payload: bytes = b"") -> None:
+        s = self.server.store.load(self.sid)
         if self.apart:
-            s = self.server.store.load(self.sid)
-            self.first = task_of(self.server, self.sid, s)
-            self.begun.set()
-        if self.sse:
+            self.h.reply(200, result(self.rid, {"task": task_of(self.server, self.sid, s)}))
+            self.h.streaming = True  # answered: a failure after this goes to the log only
+        elif self.sse:
             open_stream(self.h)
-            s = self.server.store.load(self.sid)
             self.put({"task": task_of(self.server, self.sid, s)})
             self.told = len(s.context)
 
@@ -169,26 +164,21 @@ class Told(Stream):
         return all([line.put(e) for e in ending(sid, s, (now[0], line.error or now[1]))])
 
 
-def follow(h, user: str, sid: str, rid, told: int, said_last: tuple) -> None:
-    """Read the task off the store until it stops or waits for the caller (whichever
-    host process runs it), sending its new steps and each change of where it stands
-    (`said_last`: the state and status message sent last)."""
-    server, state = h.server, said_last[0]
-    while state not in TERMINAL and state != INPUT_REQUIRED and not h.gone():
-        time.sleep(POLL)
-        try:
-            s = session_for(server, user, sid)
-        except Refused:  # no longer theirs to see
-            return
+def follow(h, sid: str, rid, told: int, said_last: tuple, news) -> None:
+    """Follow the task (whichever host process runs it: microagent.host.follow's
+    `changes`, woken by `news`) until it stops or waits for the caller, sending its new
+    steps and each change of where it stands (`said_last`: the state and status message
+    sent last)."""
+    looks = changes(h, sid, news)
+    while said_last[0] not in (*TERMINAL, INPUT_REQUIRED) and (s := next(looks, None)):
         for at in range(told, len(s.context)):
             if s.context[at].kind in ("result", "no_move"):
                 write(h, result(rid, update(sid, WORKING, said(s.context[at]), at)))
-        told = len(s.context)
-        now = state_of(server, s)
+        told, now = len(s.context), state_of(h.server, s)
         if now != said_last and now[0] != WORKING:
             for event in ending(sid, s, now):
                 write(h, result(rid, event))
-        state, said_last = now[0], now
+        said_last = now
 
 
 def ending(sid: str, s, now: tuple[str, str | None]) -> list[dict]:

@@ -1,6 +1,7 @@
 """The host: the loop behind HTTP, for many users at once (the workshop; see README.md).
 
     python -m microagent.host            # the refund office on http://127.0.0.1:8000
+                                         # (and over A2A: __main__.py gives its routes)
 
 Read it in this order, a file a sitting:
 
@@ -14,7 +15,8 @@ Read it in this order, a file a sitting:
   `post_verdict`, ...), with the rate limit and the lease in `session_to_run`.
 - users.py: who may do what: a user asks, approves, or both; nobody approves
   their own request unless the host is started to allow it.
-- http.py: `Server` and `Handler`, with a deadline for the whole request.
+- http.py: `Server` and `Handler`, with a deadline for the whole request;
+  `Server(..., routes=)` adds its maker's routes (A2A's, microagent.a2a.server).
 - request.py: request hygiene: a whole body of known size, strict JSON, known fields.
 - office.py: the hosted refund office; cli.py: the command line.
 - store.py: each session's notes, a row a note, and an audit trail, in a sqlite

@@ -112,7 +112,8 @@ def options(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None, routes: dict | None = None) -> None:
+    """`routes`: more routes for the Server (__main__.py gives A2A's)."""
     o = options(argv)
     if o.audit:
         for row in Store(o.db).trail():
@@ -134,7 +135,7 @@ def main(argv: list[str] | None = None) -> None:
         server = Server(office, o.db, users_from(o.users), secret_from(secret_file),
                         port=o.port, token_ttl=o.token_ttl, lease=o.lease,
                         timeout=o.timeout, rate=(o.rate[0], int(o.rate[1])),
-                        approve_own=o.approve_own, follows=o.follows)
+                        approve_own=o.approve_own, follows=o.follows, routes=routes)
     except (ConnectionError, PermissionError, ImportError, ValueError) as e:  # the db
         raise SystemExit(f"python -m microagent.host: {e}") from None
     print(f"serving on http://127.0.0.1:{server.server_address[1]} "

@@ -74,6 +74,7 @@ def follow(h, user: str, sid: str) -> None:
     news = server.news  # a commit after this sets it: looked at before each read
     s = session_for(server, user, sid)
     after, started = resume_point(h, len(s.context)), False
+    looks = changes(h, sid, news)
     while True:
         running, died = is_running(s), 0 < s.lease_until <= time.time()
         stop = None if running or died else standing(server.agent, s)
@@ -98,17 +99,27 @@ def follow(h, user: str, sid: str) -> None:
                 return
         except OSError:  # the client left
             return
-        news.wait(POLL)
-        time.sleep(GATHER)
-        if h.gone():
-            return
-        news = server.news
         try:
-            s = latest(server, sid)
+            s = next(looks, None)
         except Exception:  # the database failed: say so, in words, and log it
             with contextlib.suppress(OSError):
                 h.wfile.write(sse("error", {"error": FAILED}))
             raise
+        if s is None:
+            return
+
+
+def changes(h, sid: str, news):
+    """The session each time a run may have moved it, until the client leaves: woken by a
+    commit in this process (`news`: the server's, taken before the caller read it), else
+    looked at every POLL seconds."""
+    while True:
+        news.wait(POLL)
+        time.sleep(GATHER)
+        if h.gone():
+            return
+        news = h.server.news
+        yield latest(h.server, sid)
 
 
 def latest(server, sid: str) -> Session:

@@ -4,7 +4,8 @@
 exception hidden from clients), the store, the users, the signing secret, and
 the limits. `Handler` serves one request: its body read whole within a deadline
 for the whole request (request.py), its bearer token read (users.py; on the events
-route a signed events token may stand in, follow.py), then its route (routes.py);
+route a signed events token may stand in, follow.py), then its route (routes.py, or
+one the Server's maker gave, which reads its own token: A2A's);
 a refusal is answered in JSON and written to the audit trail.
 """
 
@@ -19,7 +20,6 @@ import sys
 import threading
 import urllib.parse
 
-import microagent.a2a.server as a2a  # the office as an A2A agent, built on this host
 from microagent.agent import Agent
 from microagent.host.follow import events_reader
 from microagent.host.request import API_HEADERS, Refused, read_body
@@ -40,12 +40,14 @@ class Server(http.server.ThreadingHTTPServer):
     def __init__(self, office, db: str, users: dict, secret: bytes, *, port: int = 0,
                  token_ttl: int = 600, lease: float = 30.0, timeout: float = 10.0,
                  rate: tuple[float, int] = (1.0, 20), approve_own: bool = False,
-                 quiet: bool = False, follows: int = 20):
+                 quiet: bool = False, follows: int = 20, routes: dict | None = None):
         """Serve `office(db) -> Agent` on 127.0.0.1:port to `users` (users.read_users).
 
         approve_own: a user who asks and approves may approve their own requests too.
         follows: event streams (GET .../events) one user may follow at once in this
         process; each holds a thread.
+        routes: more routes, (method, path) -> function(handler, body), looked up first
+        and reading their own token (microagent.a2a.server.ROUTES: the office over A2A).
         """
         if not (type(follows) is int and follows >= 1):
             raise ValueError(f"follows is a whole number from 1 up, not {follows!r}")
@@ -58,6 +60,7 @@ class Server(http.server.ThreadingHTTPServer):
         self.token_ttl, self.lease = token_ttl, lease  # seconds
         self.client_timeout = timeout  # seconds a client may take to send a request
         self.rate = rate  # (per second, burst): runs a user may start
+        self.routes = {} if routes is None else routes
         self.runs = {}  # session id -> the Stream running on it in this process
         self.news = threading.Event()  # set, and replaced, at each commit: followers look
         self.follows, self.following = follows, {}  # user -> a Semaphore of their follows
@@ -145,8 +148,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             body = read_body(self) if method == "POST" else b""
             self.read_whole()  # the request is whole: a run may take as long as it takes
             where = self.path.split("?")[0]
-            if (method, where) in a2a.ROUTES:  # A2A: its card, JSON-RPC
-                return a2a.ROUTES[method, where](self, body)
+            if (method, where) in self.server.routes:  # the maker's (A2A's, say)
+                return self.server.routes[method, where](self, body)
             if method == "GET" and where in PAGE:  # no token: the page asks for one
                 return self.page(*PAGE[where])
             path = where.split("/")[1:]  # "/sessions/{id}/x" -> [sessions, id, x]

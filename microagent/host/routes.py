@@ -170,16 +170,22 @@ def post_cancel(h, user: str, sid: str, body: bytes) -> None:
     """The asker stops the run on their session, in whichever process it runs: heard
     between steps, and inside a model's reply."""
     read_fields(body, {})
-    s = session_for(h.server, user, sid)
+    if not stop_run(h.server, user, sid, session_for(h.server, user, sid)):
+        raise Refused(409, "no run is going on in this session: nothing to cancel")
+    h.reply(202, {"cancelling": sid})
+
+
+def stop_run(server, user: str, sid: str, s: Session) -> bool:
+    """Ask the run on the asker's session to stop, wherever it runs (False: none runs)."""
     if s.asker != user:
         raise Refused(403, "only the person who asked in this session may cancel its run")
-    if not h.server.store.cancel(sid):
-        raise Refused(409, "no run is going on in this session: nothing to cancel")
-    run = h.server.runs.get(sid)
+    if not server.store.cancel(sid):
+        return False
+    run = server.runs.get(sid)
     if run is not None:  # in this process: heard at once, not only at its next commit
         run.cancel.set()
-    h.server.store.audit(user, sid, "cancel asked")
-    h.reply(202, {"cancelling": sid})
+    server.store.audit(user, sid, "cancel asked")
+    return True
 
 
 LEAVING = {"on_disconnect": str}  # "cancel" (the default) or "continue"

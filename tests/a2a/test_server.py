@@ -14,6 +14,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import types
 
 import httpx
 import pytest
@@ -23,8 +24,9 @@ from a2a.types import (CancelTaskRequest, GetTaskRequest, Message, Part, Role, S
 from a2a.utils.errors import (InvalidParamsError, InvalidRequestError, TaskNotCancelableError,
                               TaskNotFoundError, UnsupportedOperationError)
 
-from host_offices import request
+from host_offices import gated_refund_office, request
 from microagent import Agent
+from microagent.a2a.server import ROUTES
 from microagent.host import Server, refund_office, thinking
 
 pytestmark = pytest.mark.timeout(60)
@@ -44,7 +46,7 @@ class Host:
 
     def __init__(self, db: str, office=refund_office, **settings):
         self.db = db
-        self.server = Server(office, db, USERS, SECRET, quiet=True, **settings)
+        self.server = Server(office, db, USERS, SECRET, quiet=True, routes=ROUTES, **settings)
         self.port = self.server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"
         threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
@@ -343,6 +345,41 @@ def test_cancel_task_withdraws_a_waiting_refund_and_the_approver_can_no_longer_a
     assert ("alice", sid, "cancelled", "over A2A") in h.trail()
 
 
+def test_cancel_task_stops_a_task_whose_run_goes_on_and_the_task_ends_canceled(host):
+    entered, go = threading.Event(), threading.Event()
+    h = host(office=gated_refund_office(entered, go))
+
+    async def main():
+        alice = await client_of(h, "alice", polling=True)  # returnImmediately: the run goes on
+        task = await send(alice, QUESTION)
+        assert entered.wait(60)  # the run is inside check_policy
+        cancelling = asyncio.ensure_future(alice.cancel_task(CancelTaskRequest(id=task.id)))
+        # the cancel is asked (the host's, heard at the run's next commit); then the tool ends
+        await asyncio.to_thread(until, lambda: ("alice", task.id, "cancel asked", "") in h.trail())
+        go.set()
+        cancelled = await cancelling
+        assert TaskState.Name(cancelled.status.state) == "TASK_STATE_CANCELED"
+        assert cancelled.status.message.parts[0].text == "cancelled over A2A by alice"
+        await alice.close()
+        return task.id
+    sid = asyncio.run(main())
+    # the step that was running is kept, nothing new started, nothing paid; a remark withdraws it
+    assert [m.kind for m in h.server.store.load(sid).context] == \
+        ["question", "decision", "result", "decision", "result", "remark"]
+    assert refunds(h.db) == []
+    assert [t[2:] for t in h.trail() if t[:2] == ("alice", sid)] == [
+        ("created", "over A2A"), ("tool call", "look_up_order (call 1)"), ("cancel asked", ""),
+        ("tool call", "check_policy (call 3)"), ("cancelled", "over A2A")]
+
+
+def until(check, what="it") -> None:
+    for _ in range(6000):
+        if check():
+            return
+        threading.Event().wait(0.01)
+    raise AssertionError(f"{what} never came")
+
+
 def test_another_users_task_is_not_found_whatever_is_asked_of_it(host):
     h = host()
 
@@ -383,10 +420,29 @@ def test_a_bad_token_is_refused_with_401_before_anything_is_read(host):
 
 @pytest.mark.parametrize("module", ["calls", "tasks", "server"])
 def test_each_module_of_the_server_may_be_the_first_imported(module):
-    # the host's http.py imports server.py, which reads tasks.py, which imports the host
+    # server.py and tasks.py import the host, which imports nothing of theirs
     out = subprocess.run([sys.executable, "-c", f"import microagent.a2a.{module}"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
+
+
+def test_python_dash_m_microagent_host_speaks_a2a_too(tmp_path):
+    # the host's __main__.py gives its Server A2A's routes: served from the command line,
+    # the card is there, and a task runs to where it waits for bob
+    proc = subprocess.Popen([sys.executable, "-m", "microagent.host", "--port", "0"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        line = proc.stdout.readline()  # "serving on http://127.0.0.1:PORT (...)"
+        assert line.startswith("serving on http://127.0.0.1:"), line
+        users = json.loads((tmp_path / "microagent-users.json").read_text())
+        h = types.SimpleNamespace(port=int(line.split(":")[2].split(" ")[0]))  # for rpc()
+        asked = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": MESSAGE}}
+        status, _, answer = rpc(h, asked, token=users["alice"]["token"])
+        assert (status, answer["result"]["task"]["status"]["state"]) == (200, "TASK_STATE_AUTH_REQUIRED")
+    finally:
+        proc.kill()
+        proc.wait(60)
+        proc.stdout.close()
 
 
 def test_the_benchmark_the_readme_quotes_runs():
