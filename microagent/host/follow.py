@@ -8,7 +8,7 @@ the id it last saw are a read (events.told, the function the live run sends
 with), then it follows the run as it commits, until the run stops. A run in
 this process wakes its followers at each commit; one in another process is
 looked at every POLL seconds. A run whose host died (its lease ran out with no
-stop) ends the follow with an event that says so, and that resume goes on.
+stop) ends the follow with an event that says so, and that a resume goes on.
 Each follow holds a thread of its process, so one user may hold at most the
 Server's `follows` at once (20 by default); one more is refused with 429.
 
@@ -83,8 +83,9 @@ def follow(h, user: str, sid: str) -> None:
             token = token_for(server, user, sid, s.context, s.jti)
         batch = told(server.agent, s.context, after, stop, token)
         if not started:
-            if not (running or batch or died) and (stop or not s.context):  # nothing to
-                return h.send(204, API_HEADERS)  # come: every event read, or nothing asked
+            # nothing to come: every event read, or nothing asked yet
+            if not (running or batch or died) and (stop or not s.context):
+                return h.send(204, API_HEADERS)
             h.streaming = True  # from here on, a failure can only end the stream
             h.send(200, {"Content-Type": "text/event-stream", **API_HEADERS})
             started = True
