@@ -153,6 +153,7 @@ class Store:
         """Ask the run on the session to stop, in whichever process it runs; False if
         none runs. It moves the version, so the run's next save misses (and the run
         asks `cancelled` why); the flag is the new version, so it stops no later run."""
+        # subtle: both right-hand sides read the row as it was, so stop = the new version
         _, changed = self.db.run("UPDATE sessions SET version = version + 1, "
                                  "stop = version + 1 WHERE id = ? AND lease_until > ?",
                                  (sid, time.time()))
