@@ -101,8 +101,10 @@ def keeping(tool: Tool) -> Tool:
     def kept(**args):
         outer = _LISTENER.get()
 
-        def pass_on(done, total, message):  # checked here, not again by the outer
-            if outer is not None:            # listener, which calls at once share
+        # subtle: a report is checked by this call's listener, then handed to the outer
+        # one's fn as it is, not checked again: calls at once share the outer listener
+        def pass_on(done, total, message):
+            if outer is not None:
                 with outer.lock:
                     outer.fn(done, total, message)
             heard.last = (done, total, message)  # and what a kept tool inside passes on
@@ -112,7 +114,7 @@ def keeping(tool: Tool) -> Tool:
             except Exception as e:
                 far = heard.last and _as_far(heard.last)
                 said = said_by(e) if type(e) is RuntimeError else \
-                    f"{type(e).__name__}: {said_by(e)}"  # (hiding's, say: said once)
+                    f"{type(e).__name__}: {said_by(e)}"  # hiding's words as they are
                 if far is None or said.endswith(far):  # no progress, or told already
                     raise
                 raise RuntimeError(f"{said} {far}") from e

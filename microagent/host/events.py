@@ -32,7 +32,8 @@ def told(agent, ctx: Context, after: int, stop: str | None, token: str | None = 
     to hand with what waits at the end, if the one told may approve it.
     """
     out = []
-    for at in range(max(after, 0), len(ctx)):  # from `after`: a stop after it is after it
+    # from `after` itself: the event for a stop right after that note has id after + 1
+    for at in range(max(after, 0), len(ctx)):
         note = ctx[at]
         if note.kind == "result" and at > after:
             out.append(("result", result_of(ctx, at), at))

@@ -8,7 +8,7 @@ the id it last saw are a read (events.told, the function the live run sends
 with), then it follows the run as it commits, until the run stops. A run in
 this process wakes its followers at each commit; one in another process is
 looked at every POLL seconds. A run whose host died (its lease ran out with no
-stop) ends the follow with an event that says so, and that resume goes on.
+stop) ends the follow with an event that says so, and that a resume goes on.
 Each follow holds a thread of its process, so one user may hold at most the
 Server's `follows` at once (20 by default); one more is refused with 429.
 
@@ -47,8 +47,9 @@ IDLE = ("no run is going on in this session, and its notebook does not end where
 
 def get_events(h, user: str, sid: str, body: bytes) -> None:
     """The events after the client's point, from the store, then the run's as it commits;
-    204 (no more to come: an EventSource stops asking) if it has them all. A follow holds
-    a thread: a user may hold at most the server's `follows` at once (429 beyond)."""
+    204 (no more to come: an EventSource stops asking) if it has them all, or nothing was
+    asked in the session yet. A follow holds a thread: a user may hold at most the
+    server's `follows` at once (429 beyond)."""
     with place(h.server, user):
         follow(h, user, sid)
 
@@ -83,7 +84,8 @@ def follow(h, user: str, sid: str) -> None:
             token = token_for(server, user, sid, s.context, s.jti)
         batch = told(server.agent, s.context, after, stop, token)
         if not started:
-            if not (running or batch or died or stop is None):
+            # nothing to come: every event read, or nothing asked yet
+            if not (running or batch or died) and (stop or not s.context):
                 return h.send(204, API_HEADERS)
             h.streaming = True  # from here on, a failure can only end the stream
             h.send(200, {"Content-Type": "text/event-stream", **API_HEADERS})

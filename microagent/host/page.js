@@ -265,7 +265,7 @@ async function events(response, mine, last) {  // a stream's events shown as the
       const blocks = (rest + chunk.value).split("\n\n");
       rest = blocks.pop();  // subtle: the network may cut an event in two; keep its start for later
       for (const block of blocks.filter(() => mine === view)) {  // another session open: this run goes unseen
-        const id = block.match(/^id: (.*)$/m);  // the note's index: where to come back to after a drop
+        const id = block.match(/^id: (.*)$/m);  // the event's id: where to come back to after a drop
         if (id) last = Number(id[1]);
         stopped = event(block.match(/^event: (.*)$/m)[1], JSON.parse(block.match(/^data: (.*)$/m)[1])) || stopped;
       }

@@ -150,9 +150,9 @@ class Store:
         return [sid for (sid,) in rows]
 
     def cancel(self, sid: str) -> bool:
-        """Ask the run on the session to stop, in whichever process it runs; False if
-        none runs. It moves the version, so the run's next save misses (and the run
-        asks `cancelled` why); the flag is the new version, so it stops no later run."""
+        """Ask the run on the session to stop, in whichever process; False if none runs.
+        It moves the version, so the run's next save misses and asks `cancelled` why;
+        `stop` is the new version (SET reads the old row), so it stops no later run."""
         _, changed = self.db.run("UPDATE sessions SET version = version + 1, "
                                  "stop = version + 1 WHERE id = ? AND lease_until > ?",
                                  (sid, time.time()))

@@ -80,7 +80,7 @@ class Stream:
         self.renewed = 0.0  # when it was last taken or renewed (time.monotonic())
         self.cancel = threading.Event()  # stop: nothing new starts
         self.stays = on_disconnect == "continue"  # the run goes on when its client leaves
-        self.said = -1  # the id of the last event told (run() starts it)
+        self.said = -1  # the index of the last note told about (run() starts it)
         self.took = -1  # the version the run took the session at
         self.saved = s  # the session as its last commit left it in the store
 

@@ -186,6 +186,12 @@ def test_a_client_that_has_every_event_gets_204_so_an_eventsource_stops_asking(h
     assert (last.status, last.answer()) == (204, None)
 
 
+def test_a_session_nothing_was_asked_in_yet_gets_204_too_not_a_note_saying_to_resume_it(host):
+    h = host()
+    sid = h.new()
+    assert [(f.status, f.answer()) for f in (follow(h, sid), follow(h, sid, 0))] == [(204, None)] * 2
+
+
 def test_the_approver_following_a_pause_gets_a_token_made_out_to_them(host):
     h = host()
     sid, token = h.paused()
