@@ -120,7 +120,8 @@ class Stream:
                                               "later"})
                 raise  # to the log
         finally:
-            self.server.runs.pop(self.sid, None)
+            if self.server.runs.get(self.sid) is self:  # not a later run's, if one took it
+                del self.server.runs[self.sid]
             if self.held:  # a failure on the way: let the session go, every step kept
                 with contextlib.suppress(Exception):  # the database may be down: the
                     self.commit(self.ctx)  # lease runs out, and the session is free
@@ -207,8 +208,15 @@ class Stream:
             # the asker's cancel moved the version, in whichever process, so this save
             # missed (no statement more a step to hear it): save again, let go, and stop
             self.cancel.set()
-            until, lease = 0.0, False
-            self.version = store.save(sid, ctx, store.load(sid).version, jti=jti)
+            until, lease, now = 0.0, False, store.load(sid)
+            # subtle: only if nothing but a cancel wrote since our last commit. A cancel
+            # writes no note and leaves the lease as it was, and every other save sets its
+            # own (a later run's ends after ours ran out; CancelTask's remark's is 0): so
+            # while the store holds our lease, its notes are ours. Else someone wrote once
+            # our lease ran out (a tool ran longer than a lease, with no progress), and
+            # this step can't go on their notebook: lost, and said so (`lost`)
+            if now.lease_until == self.saved.lease_until:
+                self.version = store.save(sid, ctx, now.version, jti=jti)
         self.held = lease and self.version is not None
         if self.version is None:
             return False
@@ -241,6 +249,12 @@ class Stream:
                                  "thinking")
 
     def lost(self) -> None:
+        """The run lost the session to another writer: its step since its last commit is
+        not kept. Said to its client, to the log and to the audit trail."""
+        self.server.log(f"{self.sid}: a run lost the session to another writer (its lease "
+                        "had run out); its last step was not kept")
+        self.server.store.audit(self.user, self.sid, "run stopped",
+                                "another writer took the session; its last step not kept")
         self.event("error", {"error": "the session was taken over by another run; "
                                       "stopped"})
 

@@ -137,6 +137,47 @@ def test_a_cancel_is_heard_inside_a_models_reply(host):
     assert ("alice", sid, "cancelled", "cancelled") in h.trail()
 
 
+def once_blocking_office(started: threading.Event, release: threading.Event):
+    """blocking_office, whose tool waits for the test on its first call only."""
+    calls = []
+
+    @as_tool
+    def wait() -> str:
+        """Wait for the test, the first time."""
+        calls.append(1)
+        if len(calls) == 1:
+            started.set()
+            assert release.wait(60)
+        return "waited"
+    policy = scripted(Action("wait", {}), Action("final_answer", {"answer": "ok"}))
+    return lambda db: Agent(policy, [wait, final_answer])
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("db", ["sqlite", "postgresql"])
+def test_a_cancelled_run_whose_session_was_written_after_its_lease_ran_out_says_its_step_is_lost(
+        host, db, request):
+    started, release = threading.Event(), threading.Event()
+    url = None if db == "sqlite" else request.getfixturevalue("postgres")
+    h = host(once_blocking_office(started, release), lease=1.0, db=url)
+    sid = h.new()
+    first = ask(h, sid, "go")
+    assert started.wait(60)  # inside its tool, which reports no progress
+    assert h.call("alice", "POST", f"/sessions/{sid}/cancel", {})[0] == 202
+    until(lambda: not running(h, sid), "the end of the lease")
+    # the lease ran out: the session is free, and alice's resume runs it to its answer
+    status, _, resumed = h.call("alice", "POST", f"/sessions/{sid}/resume", {})
+    assert (status, resumed[-1]) == (200, ("done", {"answer": "ok"}))
+    kept = h.notebook(sid)
+    release.set()  # the first run's tool ends: its step can't go on the resumed notebook
+    assert first.rest() == [(None, "error", {"error": "the session was taken over by another "
+                                                      "run; stopped"})]
+    assert h.notebook(sid) == kept  # whole: the resume's notes, nothing of the first run's
+    assert [m.kind for m in kept] == ["question", "decision", "result", "decision", "result"]
+    assert ("alice", sid, "run stopped",
+            "another writer took the session; its last step not kept") in h.trail()
+
+
 def test_on_disconnect_is_cancel_or_continue_and_nothing_else(host):
     h = host()
     sid = h.new()
