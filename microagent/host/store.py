@@ -58,6 +58,8 @@ class Session:
     version: int        # bumped by every save
     lease_until: float  # a run holds the session until then (time.time()); 0: nobody
     jti: str | None     # the id of the approval token issued for the waiting decision
+    # its last run was cancelled, and nothing but that run letting go has written since
+    cancelled: bool = False
 
 
 class Store:
@@ -89,16 +91,19 @@ class Store:
         for since in (len(kept[1]), 0) if kept else (0,):
             # one statement, so the session's row and its notes are read as of one moment
             rows, _ = self.db.run(
-                "SELECT s.owner, s.version, s.length, s.lease_until, s.jti, n.note "
+                "SELECT s.owner, s.version, s.length, s.lease_until, s.jti, s.stop, n.note "
                 "FROM sessions s LEFT JOIN notes n "
                 "ON n.session = s.id AND n.n >= ? AND n.n < s.length "
                 "WHERE s.id = ? ORDER BY n.n", (since, sid))
             if not rows:
                 return None
-            asker, version, length, lease_until, jti = rows[0][:5]
-            notes = [row[5] for row in rows if row[5] is not None]
+            asker, version, length, lease_until, jti, stop = rows[0][:6]
+            notes = [row[6] for row in rows if row[6] is not None]
+            # the last write was a cancel (it moved the version to `stop`), or the cancelled
+            # run letting go, one past it (it writes nothing after: stream.py's `released`)
+            cancelled = 0 < stop >= version - 1
             if since and kept[0] == version and length == since:  # nothing new since
-                return Session(asker, kept[1], version, lease_until, jti)
+                return Session(asker, kept[1], version, lease_until, jti, cancelled)
             if since and not (kept[0] < version and since <= length):
                 continue  # not a later version of what this process read: read it all
             if len(notes) != length - since:
@@ -107,7 +112,7 @@ class Store:
             known = kept[1].messages if since else ()
             ctx = checked(Context(known + _read(notes, since)), since)
             self._keep(sid, version, ctx)
-            return Session(asker, ctx, version, lease_until, jti)
+            return Session(asker, ctx, version, lease_until, jti, cancelled)
 
     def create(self, sid: str, asker: str, ctx: Context) -> None:
         check(ctx)

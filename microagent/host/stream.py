@@ -83,6 +83,7 @@ class Stream:
         self.said = -1  # the id of the last event told (run() starts it)
         self.took = -1  # the version the run took the session at
         self.saved = s  # the session as its last commit left it in the store
+        self.released = False  # it let go of the session, cancelled (commit)
 
     def run(self, ctx: Context, audit: tuple[str, str] | None = None) -> None:
         """Take the session, carry out a verdict it ends with, then drive the loop to a
@@ -201,6 +202,10 @@ class Stream:
         lost it."""
         if self.version is None:  # lost already: nothing of ours may be written any more
             return False
+        if self.released:  # it let go when cancelled and writes nothing more, so the store
+            # reads it as cancelled (one write past the cancel: store.Session's `cancelled`);
+            # there is nothing more to write (nothing new starts), and a note would be lost
+            return len(ctx) == len(self.ctx)
         store, sid = self.server.store, self.sid
         until = time.time() + self.server.lease if lease else 0.0
         self.version = store.save(sid, ctx, self.version, lease_until=until, jti=jti)
@@ -217,6 +222,7 @@ class Stream:
             # this step can't go on their notebook: lost, and said so (`lost`)
             if now.lease_until == self.saved.lease_until:
                 self.version = store.save(sid, ctx, now.version, jti=jti)
+                self.released = self.version is not None
         self.held = lease and self.version is not None
         if self.version is None:
             return False

@@ -109,12 +109,28 @@ def test_the_asker_cancels_a_run_that_goes_on_without_them_between_two_steps(hos
     assert [m.kind for m in h.notebook(sid)] == ["question", "decision", "result"]
     status, _, answer = h.call("alice", "POST", f"/sessions/{sid}/cancel", {})
     assert (status, answer["error"]) == (409, "no run is going on in this session: nothing to cancel")
-    events = follow(h, sid).rest()  # the notebook ends where no run stops: the follow says so, no id
-    assert [(i, n) for i, n, _ in events] == [(2, "result"), (None, "stopped")]
-    assert "resume the session to go on" in events[-1][2]["note"]
+    events = follow(h, sid).rest()  # a follower hears the cancel as the run's own client does
+    assert events == [(2, "result", events[0][2]), (None, "cancelled", {})]
     assert ("alice", sid, "cancel asked", "") in h.trail()
     resumed = h.call("alice", "POST", f"/sessions/{sid}/resume", {})[2]
     assert resumed[-1] == ("done", {"answer": "ok"})
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("db", ["sqlite", "postgresql"])
+def test_a_follower_hears_a_cancel_as_the_runs_own_client_does(host, db, request):
+    started, release = threading.Event(), threading.Event()
+    url = None if db == "sqlite" else request.getfixturevalue("postgres")
+    h = host(blocking_office(started, release), db=url)
+    sid = h.new()
+    client = ask(h, sid, "go")
+    assert started.wait(60)
+    watcher = follow(h, sid)  # follows the run from its start
+    assert h.call("alice", "POST", f"/sessions/{sid}/cancel", {})[0] == 202
+    release.set()
+    own = client.rest()
+    assert [(i, n) for i, n, _ in own] == [(2, "result"), (None, "cancelled")]
+    assert watcher.rest() == own  # the same events: the cancel, not a stop that reads as idle
 
 
 def test_a_cancel_is_heard_inside_a_models_reply(host):
