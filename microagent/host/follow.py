@@ -77,9 +77,8 @@ def follow(h, user: str, sid: str) -> None:
     looks = changes(h, sid, news)
     while True:
         running, died = is_running(s), 0 < s.lease_until <= time.time()
-        stop = None if running or died else standing(server.agent, s)
-        if stop is None and s.cancelled and not (running or died):  # as its own client heard
-            stop = CANCELLED
+        stop = None if running or died else standing(server.agent, s) \
+            or (CANCELLED if s.cancelled else None)  # as the run's own client heard it
         token = None
         if stop == PAUSED and server.users.may_approve(user, s.asker):
             token = token_for(server, user, sid, s.context, s.jti)

@@ -58,8 +58,7 @@ class Session:
     version: int        # bumped by every save
     lease_until: float  # a run holds the session until then (time.time()); 0: nobody
     jti: str | None     # the id of the approval token issued for the waiting decision
-    # its last run was cancelled, and nothing but that run letting go has written since
-    cancelled: bool = False
+    cancelled: bool = False  # its last write: a cancel, or the cancelled run letting go
 
 
 class Store:
@@ -83,15 +82,14 @@ class Store:
         self.kept_notes = 0
 
     def load(self, sid: str) -> Session | None:
-        """The session, its notebook checked against the invariants; None if there is
-        none."""
+        """The session, its notebook checked by the invariants; None if there is none."""
         if "\x00" in sid:  # no id holds one (and PostgreSQL's text can't)
             return None
         kept = self._kept(sid)
         for since in (len(kept[1]), 0) if kept else (0,):
             # one statement, so the session's row and its notes are read as of one moment
             rows, _ = self.db.run(
-                "SELECT s.owner, s.version, s.length, s.lease_until, s.jti, s.stop, n.note "
+                "SELECT owner, version, length, lease_until, jti, stop, note "
                 "FROM sessions s LEFT JOIN notes n "
                 "ON n.session = s.id AND n.n >= ? AND n.n < s.length "
                 "WHERE s.id = ? ORDER BY n.n", (since, sid))
@@ -99,9 +97,7 @@ class Store:
                 return None
             asker, version, length, lease_until, jti, stop = rows[0][:6]
             notes = [row[6] for row in rows if row[6] is not None]
-            # the last write was a cancel (it moved the version to `stop`), or the cancelled
-            # run letting go, one past it (it writes nothing after: stream.py's `released`)
-            cancelled = 0 < stop >= version - 1
+            cancelled = 0 < stop >= version - 1  # one past: stream.py's `released`
             if since and kept[0] == version and length == since:  # nothing new since
                 return Session(asker, kept[1], version, lease_until, jti, cancelled)
             if since and not (kept[0] < version and since <= length):
@@ -203,9 +199,8 @@ class Store:
 
     def trail(self) -> list[tuple]:
         """The audit trail, oldest first: (at, who, session, what, detail) each."""
-        rows, _ = self.db.run("SELECT at, who, session, what, detail FROM audit "
-                              "ORDER BY n")
-        return rows
+        return self.db.run("SELECT at, who, session, what, detail FROM audit "
+                           "ORDER BY n")[0]
 
     def close(self) -> None:
         self.db.close()

@@ -121,7 +121,7 @@ class Stream:
                                               "later"})
                 raise  # to the log
         finally:
-            if self.server.runs.get(self.sid) is self:  # not a later run's, if one took it
+            if self.server.runs.get(self.sid) is self:  # (a later run's stays)
                 del self.server.runs[self.sid]
             if self.held:  # a failure on the way: let the session go, every step kept
                 with contextlib.suppress(Exception):  # the database may be down: the
@@ -202,10 +202,8 @@ class Stream:
         lost it."""
         if self.version is None:  # lost already: nothing of ours may be written any more
             return False
-        if self.released:  # it let go when cancelled and writes nothing more, so the store
-            # reads it as cancelled (one write past the cancel: store.Session's `cancelled`);
-            # there is nothing more to write (nothing new starts), and a note would be lost
-            return len(ctx) == len(self.ctx)
+        if self.released:  # let go when cancelled: writes no more (store's `cancelled`)
+            return len(ctx) == len(self.ctx)  # nothing new starts; a note would be lost
         store, sid = self.server.store, self.sid
         until = time.time() + self.server.lease if lease else 0.0
         self.version = store.save(sid, ctx, self.version, lease_until=until, jti=jti)
@@ -214,12 +212,10 @@ class Stream:
             # missed (no statement more a step to hear it): save again, let go, and stop
             self.cancel.set()
             until, lease, now = 0.0, False, store.load(sid)
-            # subtle: only if nothing but a cancel wrote since our last commit. A cancel
-            # writes no note and leaves the lease as it was, and every other save sets its
-            # own (a later run's ends after ours ran out; CancelTask's remark's is 0): so
-            # while the store holds our lease, its notes are ours. Else someone wrote once
-            # our lease ran out (a tool ran longer than a lease, with no progress), and
-            # this step can't go on their notebook: lost, and said so (`lost`)
+            # subtle: only while nothing but a cancel wrote since our last commit. A
+            # cancel writes no note and keeps the lease; any other save sets its own (a
+            # later run's ends after ours ran out; CancelTask's remark's is 0). Else one
+            # wrote once our lease ran out (a long tool, no progress): the step is lost
             if now.lease_until == self.saved.lease_until:
                 self.version = store.save(sid, ctx, now.version, jti=jti)
                 self.released = self.version is not None
@@ -255,10 +251,8 @@ class Stream:
                                  "thinking")
 
     def lost(self) -> None:
-        """The run lost the session to another writer: its step since its last commit is
-        not kept. Said to its client, to the log and to the audit trail."""
-        self.server.log(f"{self.sid}: a run lost the session to another writer (its lease "
-                        "had run out); its last step was not kept")
+        """Another writer took the session: a step not committed is lost, and said so."""
+        self.server.log(f"{self.sid}: another writer took the session; a step was lost")
         self.server.store.audit(self.user, self.sid, "run stopped",
                                 "another writer took the session; its last step not kept")
         self.event("error", {"error": "the session was taken over by another run; "
