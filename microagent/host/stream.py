@@ -20,7 +20,7 @@ import threading
 import time
 
 from microagent import approval, progress
-from microagent.agent import PAUSED
+from microagent.agent import CANCELLED, PAUSED
 from microagent.context import Context
 from microagent.host.events import no_longer, sse, token_for, told
 from microagent.host.request import API_HEADERS, Refused
@@ -168,11 +168,12 @@ class Stream:
             if not self.commit(ctx, lease=not step.stop, jti=jti):
                 steps.close()
                 return self.lost()
+            stop = CANCELLED if self.released and step.stop == PAUSED else step.stop
             if step.result is not None:
                 self.tool_call(ctx)
-            if not self.tell(ctx, step.stop, jti) and not self.stays:
+            if not self.tell(ctx, stop, jti) and not self.stays:
                 self.cancel.set()
-            if step.stop:
+            if stop:
                 return
 
     @contextlib.contextmanager
@@ -212,12 +213,11 @@ class Stream:
             # missed (no statement more a step to hear it): save again, let go, and stop
             self.cancel.set()
             until, lease, now = 0.0, False, store.load(sid)
-            # subtle: only while nothing but a cancel wrote since our last commit. A
-            # cancel writes no note and keeps the lease; any other save sets its own (a
-            # later run's ends after ours ran out; CancelTask's remark's is 0). Else one
-            # wrote once our lease ran out (a long tool, no progress): the step is lost
+            # subtle: only if nothing but a cancel wrote since our last commit. A cancel
+            # keeps our lease; any other save sets its own (a later run's ends after ours
+            # ran out, CancelTask's remark's is 0). Else the step is lost (a long tool)
             if now.lease_until == self.saved.lease_until:
-                self.version = store.save(sid, ctx, now.version, jti=jti)
+                self.version = store.save(sid, ctx, now.version)  # no verdict asked
                 self.released = self.version is not None
         self.held = lease and self.version is not None
         if self.version is None:

@@ -133,6 +133,29 @@ def test_a_follower_hears_a_cancel_as_the_runs_own_client_does(host, db, request
     assert watcher.rest() == own  # the same events: the cancel, not a stop that reads as idle
 
 
+@pytest.mark.timeout(120)
+def test_a_run_cancelled_as_it_pauses_asks_no_verdict_and_a_resume_asks_it_again(host):
+    deciding, go = threading.Event(), threading.Event()
+
+    def brain(ctx, tools):
+        deciding.set()
+        assert go.wait(60)  # the cancel comes while the brain decides on the refund
+        return Action("issue_refund", {"order_id": "A1234", "amount": 79})
+    h = host(lambda db: Agent(brain, list(refund_office(db).tools.values())))
+    sid = h.new()
+    client = ask(h, sid, "refund")
+    assert deciding.wait(60)
+    watcher = follow(h, sid)
+    assert h.call("alice", "POST", f"/sessions/{sid}/cancel", {})[0] == 202
+    go.set()
+    assert client.rest() == [(None, "cancelled", {})]  # no approval asked, no token handed out
+    assert watcher.rest() == [(None, "cancelled", {})]
+    assert [m.kind for m in h.notebook(sid)] == ["question", "decision"]  # the decision is kept
+    assert h.queue() == [] and ("alice", sid, "approval requested") not in [t[:3] for t in h.trail()]
+    resumed = h.call("alice", "POST", f"/sessions/{sid}/resume", {})[2]
+    assert resumed[-1][0] == "approval_required" and [w["session"] for w in h.queue()] == [sid]
+
+
 def test_a_cancel_is_heard_inside_a_models_reply(host):
     thinking_now = threading.Event()
 
