@@ -233,11 +233,17 @@ def cancel_task(h, user: str, rid, params: dict) -> None:
     if s.asker != user:
         raise Refused(403, "only the person who asked in this task may cancel it")
     if stop_run(server, user, sid, s):  # heard between steps, and inside a model's reply
-        s = next((now for now in changes(h, sid, news) if not tasks.is_running(now)), None)
+        # until it lets go: a run in this process is waited for even past its lease (a
+        # long tool), so its last step is kept before the remark; one elsewhere, until its
+        # lease runs out (its step, if it comes later, is lost and it says so)
+        s = next((now for now in changes(h, sid, news)
+                  if not tasks.is_running(now) and sid not in server.runs), None)
         if s is None:  # the caller left: the run stops all the same
             return
     state, _ = tasks.state_of(server, s)
-    if state in tasks.TERMINAL or state in (tasks.WORKING, tasks.SUBMITTED):
+    # a run that let go when it was cancelled reads canceled: the remark makes it last
+    if state not in (tasks.INPUT_REQUIRED, tasks.AUTH_REQUIRED) \
+            and not (state == tasks.CANCELED and s.cancelled):
         raise Failed(NOT_CANCELABLE, f"the task is {state[11:].lower()}: it can no longer "
                                      "be cancelled")
     ctx, waits = s.context, approval.waiting(s.context)

@@ -38,14 +38,6 @@ def state_of(server, s: Session) -> tuple[str, str | None]:
         return WORKING, None
     if last is None:
         return SUBMITTED, None
-    if last.kind == "decision":  # the run waits for a verdict: the caller's, or an approver's
-        call = f"{last.tool} {last.args}"
-        if server.users.may_approve(s.asker, s.asker):  # a host that lets askers approve
-            return INPUT_REQUIRED, (f'{call} waits for your verdict: answer "yes" to '
-                                    'approve it, or "no: <why>" to refuse it')
-        return AUTH_REQUIRED, (f"{call} waits for an approver's verdict, given through "
-                               "this host's approvals (GET /approvals, then POST "
-                               "/sessions/<task id>/approvals); a message can't give it")
     if last.kind == "verdict":  # saved; the request that gave it carries it out
         return WORKING, f"the verdict on {last.tool} is given, and is being carried out"
     if last.kind == "remark" and last.content.startswith(CANCELLED):
@@ -55,6 +47,16 @@ def state_of(server, s: Session) -> tuple[str, str | None]:
         return COMPLETED, None
     if why == OUT_OF_STEPS:
         return FAILED, last.content
+    if s.cancelled:  # its run let go when its asker cancelled it (here, or the host's cancel)
+        return CANCELED, f"cancelled by {s.asker}"
+    if last.kind == "decision":  # the run waits for a verdict: the caller's, or an approver's
+        call = f"{last.tool} {last.args}"
+        if server.users.may_approve(s.asker, s.asker):  # a host that lets askers approve
+            return INPUT_REQUIRED, (f'{call} waits for your verdict: answer "yes" to '
+                                    'approve it, or "no: <why>" to refuse it')
+        return AUTH_REQUIRED, (f"{call} waits for an approver's verdict, given through "
+                               "this host's approvals (GET /approvals, then POST "
+                               "/sessions/<task id>/approvals); a message can't give it")
     return INPUT_REQUIRED, ("the run stopped before it had an answer (its client went "
                             "away, or the brain failed): send a message to go on")
 
@@ -153,8 +155,6 @@ class Told(Stream):
             return line.put(update(sid, WORKING, data["text"], f"thinking-{line.pieces}"))
         if name in ("result", "no_move"):
             return line.put(update(sid, WORKING, said(self.ctx[data["at"]]), data["at"]))
-        if name == "cancelled":
-            return False
         line.error = data.get("error")  # the run failed: its words are the status message
         s = self.server.store.load(sid)
         now = state_of(self.server, s)

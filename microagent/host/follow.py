@@ -26,7 +26,7 @@ import threading
 import time
 import urllib.parse
 
-from microagent.agent import PAUSED
+from microagent.agent import CANCELLED, PAUSED
 from microagent.host.events import pending, sse, token_for, told
 from microagent.host.request import API_HEADERS, Refused
 from microagent.host.store import Session
@@ -78,7 +78,8 @@ def follow(h, user: str, sid: str) -> None:
     looks = changes(h, sid, news)
     while True:
         running, died = is_running(s), 0 < s.lease_until <= time.time()
-        stop = None if running or died else standing(server.agent, s)
+        stop = None if running or died else standing(server.agent, s) \
+            or (CANCELLED if s.cancelled else None)  # as the run's own client heard it
         token = None
         if stop == PAUSED and server.users.may_approve(user, s.asker):
             token = token_for(server, user, sid, s.context, s.jti)

@@ -58,6 +58,7 @@ class Session:
     version: int        # bumped by every save
     lease_until: float  # a run holds the session until then (time.time()); 0: nobody
     jti: str | None     # the id of the approval token issued for the waiting decision
+    cancelled: bool = False  # its last write: a cancel, or the cancelled run letting go
 
 
 class Store:
@@ -81,24 +82,24 @@ class Store:
         self.kept_notes = 0
 
     def load(self, sid: str) -> Session | None:
-        """The session, its notebook checked against the invariants; None if there is
-        none."""
+        """The session, its notebook checked by the invariants; None if there is none."""
         if "\x00" in sid:  # no id holds one (and PostgreSQL's text can't)
             return None
         kept = self._kept(sid)
         for since in (len(kept[1]), 0) if kept else (0,):
             # one statement, so the session's row and its notes are read as of one moment
             rows, _ = self.db.run(
-                "SELECT s.owner, s.version, s.length, s.lease_until, s.jti, n.note "
+                "SELECT owner, version, length, lease_until, jti, stop, note "
                 "FROM sessions s LEFT JOIN notes n "
                 "ON n.session = s.id AND n.n >= ? AND n.n < s.length "
                 "WHERE s.id = ? ORDER BY n.n", (since, sid))
             if not rows:
                 return None
-            asker, version, length, lease_until, jti = rows[0][:5]
-            notes = [row[5] for row in rows if row[5] is not None]
+            asker, version, length, lease_until, jti, stop = rows[0][:6]
+            notes = [row[6] for row in rows if row[6] is not None]
+            cancelled = 0 < stop >= version - 1  # one past: stream.py's `released`
             if since and kept[0] == version and length == since:  # nothing new since
-                return Session(asker, kept[1], version, lease_until, jti)
+                return Session(asker, kept[1], version, lease_until, jti, cancelled)
             if since and not (kept[0] < version and since <= length):
                 continue  # not a later version of what this process read: read it all
             if len(notes) != length - since:
@@ -107,7 +108,7 @@ class Store:
             known = kept[1].messages if since else ()
             ctx = checked(Context(known + _read(notes, since)), since)
             self._keep(sid, version, ctx)
-            return Session(asker, ctx, version, lease_until, jti)
+            return Session(asker, ctx, version, lease_until, jti, cancelled)
 
     def create(self, sid: str, asker: str, ctx: Context) -> None:
         check(ctx)
@@ -198,9 +199,8 @@ class Store:
 
     def trail(self) -> list[tuple]:
         """The audit trail, oldest first: (at, who, session, what, detail) each."""
-        rows, _ = self.db.run("SELECT at, who, session, what, detail FROM audit "
-                              "ORDER BY n")
-        return rows
+        return self.db.run("SELECT at, who, session, what, detail FROM audit "
+                           "ORDER BY n")[0]
 
     def close(self) -> None:
         self.db.close()

@@ -20,7 +20,7 @@ import threading
 import time
 
 from microagent import approval, progress
-from microagent.agent import PAUSED
+from microagent.agent import CANCELLED, PAUSED
 from microagent.context import Context
 from microagent.host.events import no_longer, sse, token_for, told
 from microagent.host.request import API_HEADERS, Refused
@@ -83,6 +83,7 @@ class Stream:
         self.said = -1  # the index of the last note told about (run() starts it)
         self.took = -1  # the version the run took the session at
         self.saved = s  # the session as its last commit left it in the store
+        self.released = False  # it let go of the session, cancelled (commit)
 
     def run(self, ctx: Context, audit: tuple[str, str] | None = None) -> None:
         """Take the session, carry out a verdict it ends with, then drive the loop to a
@@ -120,7 +121,8 @@ class Stream:
                                               "later"})
                 raise  # to the log
         finally:
-            self.server.runs.pop(self.sid, None)
+            if self.server.runs.get(self.sid) is self:  # (a later run's stays)
+                del self.server.runs[self.sid]
             if self.held:  # a failure on the way: let the session go, every step kept
                 with contextlib.suppress(Exception):  # the database may be down: the
                     self.commit(self.ctx)  # lease runs out, and the session is free
@@ -166,11 +168,12 @@ class Stream:
             if not self.commit(ctx, lease=not step.stop, jti=jti):
                 steps.close()
                 return self.lost()
+            stop = CANCELLED if self.released and step.stop == PAUSED else step.stop
             if step.result is not None:
                 self.tool_call(ctx)
-            if not self.tell(ctx, step.stop, jti) and not self.stays:
+            if not self.tell(ctx, stop, jti) and not self.stays:
                 self.cancel.set()
-            if step.stop:
+            if stop:
                 return
 
     @contextlib.contextmanager
@@ -200,6 +203,8 @@ class Stream:
         lost it."""
         if self.version is None:  # lost already: nothing of ours may be written any more
             return False
+        if self.released:  # let go when cancelled: writes no more (store's `cancelled`)
+            return len(ctx) == len(self.ctx)  # nothing new starts; a note would be lost
         store, sid = self.server.store, self.sid
         until = time.time() + self.server.lease if lease else 0.0
         self.version = store.save(sid, ctx, self.version, lease_until=until, jti=jti)
@@ -207,8 +212,13 @@ class Stream:
             # the asker's cancel moved the version, in whichever process, so this save
             # missed (no statement more a step to hear it): save again, let go, and stop
             self.cancel.set()
-            until, lease = 0.0, False
-            self.version = store.save(sid, ctx, store.load(sid).version, jti=jti)
+            until, lease, now = 0.0, False, store.load(sid)
+            # subtle: only if nothing but a cancel wrote since our last commit. A cancel
+            # keeps our lease; any other save sets its own (a later run's ends after ours
+            # ran out, CancelTask's remark's is 0). Else the step is lost (a long tool)
+            if now.lease_until == self.saved.lease_until:
+                self.version = store.save(sid, ctx, now.version)  # no verdict asked
+                self.released = self.version is not None
         self.held = lease and self.version is not None
         if self.version is None:
             return False
@@ -241,6 +251,10 @@ class Stream:
                                  "thinking")
 
     def lost(self) -> None:
+        """Another writer took the session: a step not committed is lost, and said so."""
+        self.server.log(f"{self.sid}: another writer took the session; a step was lost")
+        self.server.store.audit(self.user, self.sid, "run stopped",
+                                "another writer took the session; its last step not kept")
         self.event("error", {"error": "the session was taken over by another run; "
                                       "stopped"})
 

@@ -14,6 +14,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 import types
 
 import httpx
@@ -370,6 +371,62 @@ def test_cancel_task_stops_a_task_whose_run_goes_on_and_the_task_ends_canceled(h
     assert [t[2:] for t in h.trail() if t[:2] == ("alice", sid)] == [
         ("created", "over A2A"), ("tool call", "look_up_order (call 1)"), ("cancel asked", ""),
         ("tool call", "check_policy (call 3)"), ("cancelled", "over A2A")]
+
+
+def test_a_cancelled_task_ends_canceled_on_its_own_stream_and_on_a_followers(host):
+    entered, go = threading.Event(), threading.Event()
+    h = host(office=gated_refund_office(entered, go))
+
+    async def main():
+        alice = await client_of(h, "alice", streaming=True)
+        own = alice.send_message(asking(QUESTION))
+        sid = (await anext(own)).task.id
+        assert await asyncio.to_thread(entered.wait, 60)  # the run is inside check_policy
+        follower = await client_of(h, "alice", streaming=True)
+        theirs = follower.subscribe(SubscribeToTaskRequest(id=sid))
+        assert plain([await anext(theirs)]) == ["task WORKING"]
+        cancelling = asyncio.ensure_future(alice.cancel_task(CancelTaskRequest(id=sid)))
+        await asyncio.to_thread(until, lambda: ("alice", sid, "cancel asked", "") in h.trail())
+        go.set()
+        seen = plain([event async for event in own]), plain([event async for event in theirs])
+        cancelled = await cancelling
+        assert TaskState.Name(cancelled.status.state) == "TASK_STATE_CANCELED"
+        await alice.close()
+        await follower.close()
+        return seen
+    own, theirs = asyncio.run(main())
+    policy = "status_update WORKING check_policy: eligible, within the 30 day window and reported defective"
+    assert own[1:] == [policy, "status_update CANCELED cancelled by alice"]
+    # the follower hears the same end (or CancelTask's remark, if that came first): never a state
+    # that is about to change
+    assert theirs[0] == policy and theirs[1:] in (["status_update CANCELED cancelled by alice"],
+                                                  ["status_update CANCELED cancelled over A2A by alice"])
+
+
+@pytest.mark.timeout(120)
+def test_cancel_task_waits_past_the_lease_for_a_long_tool_in_this_process_and_keeps_its_step(host):
+    entered, go = threading.Event(), threading.Event()
+    h = host(office=gated_refund_office(entered, go), lease=1.0)
+
+    async def main():
+        alice = await client_of(h, "alice", polling=True)  # returnImmediately: the run goes on
+        task = await send(alice, QUESTION)
+        assert await asyncio.to_thread(entered.wait, 60)  # inside check_policy: no progress
+        cancelling = asyncio.ensure_future(alice.cancel_task(CancelTaskRequest(id=task.id)))
+        await asyncio.to_thread(until, lambda: ("alice", task.id, "cancel asked", "") in h.trail())
+        # the lease runs out while the tool goes on: the task reads as no longer running
+        await asyncio.to_thread(until, lambda: h.server.store.load(task.id).lease_until <= time.time())
+        go.set()
+        cancelled = await cancelling
+        assert TaskState.Name(cancelled.status.state) == "TASK_STATE_CANCELED"
+        await alice.close()
+        return task.id
+    sid = asyncio.run(main())
+    # check_policy's step is kept before the remark, and the run said nothing was lost
+    assert [m.kind for m in h.server.store.load(sid).context] == \
+        ["question", "decision", "result", "decision", "result", "remark"]
+    assert ("tool call", "check_policy (call 3)") in [t[2:] for t in h.trail()]
+    assert "run stopped" not in [t[2] for t in h.trail()]
 
 
 def until(check, what="it") -> None:

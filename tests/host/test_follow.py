@@ -109,12 +109,51 @@ def test_the_asker_cancels_a_run_that_goes_on_without_them_between_two_steps(hos
     assert [m.kind for m in h.notebook(sid)] == ["question", "decision", "result"]
     status, _, answer = h.call("alice", "POST", f"/sessions/{sid}/cancel", {})
     assert (status, answer["error"]) == (409, "no run is going on in this session: nothing to cancel")
-    events = follow(h, sid).rest()  # the notebook ends where no run stops: the follow says so, no id
-    assert [(i, n) for i, n, _ in events] == [(2, "result"), (None, "stopped")]
-    assert "resume the session to go on" in events[-1][2]["note"]
+    events = follow(h, sid).rest()  # a follower hears the cancel as the run's own client does
+    assert events == [(2, "result", events[0][2]), (None, "cancelled", {})]
     assert ("alice", sid, "cancel asked", "") in h.trail()
     resumed = h.call("alice", "POST", f"/sessions/{sid}/resume", {})[2]
     assert resumed[-1] == ("done", {"answer": "ok"})
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("db", ["sqlite", "postgresql"])
+def test_a_follower_hears_a_cancel_as_the_runs_own_client_does(host, db, request):
+    started, release = threading.Event(), threading.Event()
+    url = None if db == "sqlite" else request.getfixturevalue("postgres")
+    h = host(blocking_office(started, release), db=url)
+    sid = h.new()
+    client = ask(h, sid, "go")
+    assert started.wait(60)
+    watcher = follow(h, sid)  # follows the run from its start
+    assert h.call("alice", "POST", f"/sessions/{sid}/cancel", {})[0] == 202
+    release.set()
+    own = client.rest()
+    assert [(i, n) for i, n, _ in own] == [(2, "result"), (None, "cancelled")]
+    assert watcher.rest() == own  # the same events: the cancel, not a stop that reads as idle
+
+
+@pytest.mark.timeout(120)
+def test_a_run_cancelled_as_it_pauses_asks_no_verdict_and_a_resume_asks_it_again(host):
+    deciding, go = threading.Event(), threading.Event()
+
+    def brain(ctx, tools):
+        deciding.set()
+        assert go.wait(60)  # the cancel comes while the brain decides on the refund
+        return Action("issue_refund", {"order_id": "A1234", "amount": 79})
+    h = host(lambda db: Agent(brain, list(refund_office(db).tools.values())))
+    sid = h.new()
+    client = ask(h, sid, "refund")
+    assert deciding.wait(60)
+    watcher = follow(h, sid)
+    assert h.call("alice", "POST", f"/sessions/{sid}/cancel", {})[0] == 202
+    go.set()
+    assert client.rest() == [(None, "cancelled", {})]  # no approval asked, no token handed out
+    assert watcher.rest() == [(None, "cancelled", {})]
+    assert [m.kind for m in h.notebook(sid)] == ["question", "decision"]  # the decision is kept
+    assert h.queue() == [] and ("alice", sid, "approval requested") not in [t[:3] for t in h.trail()]
+    resumed = h.call("alice", "POST", f"/sessions/{sid}/resume", {})[2]
+    assert resumed[-1][0] == "approval_required" and [w["session"] for w in h.queue()] == [sid]
 
 
 def test_a_cancel_is_heard_inside_a_models_reply(host):
@@ -135,6 +174,47 @@ def test_a_cancel_is_heard_inside_a_models_reply(host):
     until(lambda: not running(h, sid), "the cancel")
     assert [m.kind for m in h.notebook(sid)] == ["question"]  # nothing half-decided is written
     assert ("alice", sid, "cancelled", "cancelled") in h.trail()
+
+
+def once_blocking_office(started: threading.Event, release: threading.Event):
+    """blocking_office, whose tool waits for the test on its first call only."""
+    calls = []
+
+    @as_tool
+    def wait() -> str:
+        """Wait for the test, the first time."""
+        calls.append(1)
+        if len(calls) == 1:
+            started.set()
+            assert release.wait(60)
+        return "waited"
+    policy = scripted(Action("wait", {}), Action("final_answer", {"answer": "ok"}))
+    return lambda db: Agent(policy, [wait, final_answer])
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("db", ["sqlite", "postgresql"])
+def test_a_cancelled_run_whose_session_was_written_after_its_lease_ran_out_says_its_step_is_lost(
+        host, db, request):
+    started, release = threading.Event(), threading.Event()
+    url = None if db == "sqlite" else request.getfixturevalue("postgres")
+    h = host(once_blocking_office(started, release), lease=1.0, db=url)
+    sid = h.new()
+    first = ask(h, sid, "go")
+    assert started.wait(60)  # inside its tool, which reports no progress
+    assert h.call("alice", "POST", f"/sessions/{sid}/cancel", {})[0] == 202
+    until(lambda: not running(h, sid), "the end of the lease")
+    # the lease ran out: the session is free, and alice's resume runs it to its answer
+    status, _, resumed = h.call("alice", "POST", f"/sessions/{sid}/resume", {})
+    assert (status, resumed[-1]) == (200, ("done", {"answer": "ok"}))
+    kept = h.notebook(sid)
+    release.set()  # the first run's tool ends: its step can't go on the resumed notebook
+    assert first.rest() == [(None, "error", {"error": "the session was taken over by another "
+                                                      "run; stopped"})]
+    assert h.notebook(sid) == kept  # whole: the resume's notes, nothing of the first run's
+    assert [m.kind for m in kept] == ["question", "decision", "result", "decision", "result"]
+    assert ("alice", sid, "run stopped",
+            "another writer took the session; its last step not kept") in h.trail()
 
 
 def test_on_disconnect_is_cancel_or_continue_and_nothing_else(host):

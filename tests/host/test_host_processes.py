@@ -194,7 +194,7 @@ def test_the_asker_cancels_from_one_process_a_run_that_goes_on_in_another(server
     assert call(b, "POST", f"/sessions/{sid}/cancel", {})[:3:2] == (202, {"cancelling": sid})
     servers.gate("release")  # check_policy ends; its commit hears the cancel, and nothing new starts
     events = follower.rest()
-    assert [(i, n) for i, n, _ in events] == [(4, "result"), (None, "stopped")]
+    assert [(i, n) for i, n, _ in events] == [(4, "result"), (None, "cancelled")]
     assert [m.kind for m in notebook(b, sid)] == ["question", "decision", "result", "decision", "result"]
 
 

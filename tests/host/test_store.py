@@ -211,7 +211,7 @@ def test_a_process_reads_only_the_notes_another_appended_since_it_last_read(stor
     monkeypatch.setattr(mine.db, "run", lambda sql, args=(): read.append(run(sql, args)[0]) or (read[-1], 0))
     s = mine.load("s1")
     assert s.context == Context((ASK, *LOOK, REFUND)) and s.version == 1
-    assert [row[5] for row in read[0]] == [to_json(Context((REFUND,)))]  # the one new note, no other
+    assert [row[-1] for row in read[0]] == [to_json(Context((REFUND,)))]  # the one new note, no other
     assert mine.load("s1").context is s.context  # nothing new: the notebook it has
 
 
