@@ -25,7 +25,7 @@ import threading
 import time
 
 from microagent import Agent, as_tool
-from microagent.host import refund_office
+from microagent.host import Server, refund_office
 
 
 def gated_office(db: str):
@@ -91,6 +91,34 @@ def request(port: int, method: str, path: str, token: str | None, body=None, tim
     if response.getheader("Content-Type", "").startswith("image/svg+xml"):
         return response.status, response, text  # the picture of a run
     return response.status, response, json.loads(text) if text else None
+
+
+SECRET = b"s" * 32
+QUESTION = "Can I get a refund for order A1234? It arrived broken."
+ANSWER = "Good news, A1234 qualifies. I refunded $79 to your card, here in 3 to 5 days."
+# alice and dan ask, bob approves, carol does both
+USERS = {"alice": {"token": "alice-token-0123456789", "roles": ["asks"]},
+         "bob": {"token": "bob-token-0123456789", "roles": ["approves"]},
+         "carol": {"token": "carol-token-0123456789", "roles": ["asks", "approves"]},
+         "dan": {"token": "dan-token-0123456789", "roles": ["asks"]}}
+
+
+class Hosted:
+    """A host serving `office` on a free port of 127.0.0.1, in a thread of this process."""
+
+    def __init__(self, office, db: str, users: dict, secret: bytes, **settings):
+        self.db = db
+        self.server = Server(office, db, users, secret, quiet=True, **settings)
+        self.port = self.server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()  # quick to stop
+
+    def trail(self) -> list[tuple]:
+        return [row[1:] for row in self.server.store.trail()]  # without the time
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
 
 
 def events(text: str) -> list[tuple[str, dict]]:

@@ -25,32 +25,21 @@ from a2a.types import (CancelTaskRequest, GetTaskRequest, Message, Part, Role, S
 from a2a.utils.errors import (InvalidParamsError, InvalidRequestError, TaskNotCancelableError,
                               TaskNotFoundError, UnsupportedOperationError)
 
-from host_offices import gated_refund_office, request
+from host_offices import ANSWER, QUESTION, SECRET, USERS, Hosted, gated_refund_office, request
 from microagent import Agent
 from microagent.a2a.server import ROUTES
-from microagent.host import Server, refund_office, thinking
+from microagent.host import refund_office, thinking
 
 pytestmark = pytest.mark.timeout(60)
 
-SECRET = b"s" * 32
-QUESTION = "Can I get a refund for order A1234? It arrived broken."
-ANSWER = "Good news, A1234 qualifies. I refunded $79 to your card, here in 3 to 5 days."
-USERS = {"alice": {"token": "alice-token-0123456789", "roles": ["asks"]},
-         "bob": {"token": "bob-token-0123456789", "roles": ["approves"]},
-         "carol": {"token": "carol-token-0123456789", "roles": ["asks", "approves"]},
-         "dan": {"token": "dan-token-0123456789", "roles": ["asks"]}}
 TOKENS = {name: user["token"] for name, user in USERS.items()}
 
 
-class Host:
-    """The refund office's host on a free port, in a thread."""
+class Host(Hosted):
+    """The refund office's host, A2A's routes with it, on a free port, in a thread."""
 
     def __init__(self, db: str, office=refund_office, **settings):
-        self.db = db
-        self.server = Server(office, db, USERS, SECRET, quiet=True, routes=ROUTES, **settings)
-        self.port = self.server.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()
+        super().__init__(office, db, USERS, SECRET, routes=ROUTES, **settings)
 
     def approve(self, sid: str, user="bob") -> list[str]:
         """bob approves through the host's own routes: his queue, then his verdict."""
@@ -60,13 +49,6 @@ class Host:
                                     {"approval_token": token, "approve": True})
         assert status == 200
         return [event for event, _ in stream]
-
-    def trail(self) -> list[tuple]:
-        return [row[1:] for row in self.server.store.trail()]  # without the time
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture

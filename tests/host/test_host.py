@@ -23,10 +23,10 @@ import unicodedata
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from host_offices import request
+from host_offices import ANSWER, QUESTION, SECRET, USERS, Hosted, request
 from microagent.transport.stand_in import reply, serve
 from microagent import Action, Agent, Context, Tool, approval, final_answer, from_json, scripted
-from microagent.host import (MAX_BODY, MAX_DEPTH, MAX_TEXT, Server, args_hash, llm_office, refund_office, sign,
+from microagent.host import (MAX_BODY, MAX_DEPTH, MAX_TEXT, args_hash, llm_office, refund_office, sign,
                              thinking, verify)
 from microagent.host import Handler, main
 from microagent.host.cli import printable, secret_from, users_from
@@ -39,27 +39,13 @@ from microagent.picture import draw
 from microagent.trace import story
 from microagent.schema import as_tool
 
-SECRET = b"s" * 32
-QUESTION = "Can I get a refund for order A1234? It arrived broken."
-ANSWER = "Good news, A1234 qualifies. I refunded $79 to your card, here in 3 to 5 days."
 
-
-# alice and dan ask, bob approves, carol does both
-USERS = {"alice": {"token": "alice-token-0123456789", "roles": ["asks"]},
-         "bob": {"token": "bob-token-0123456789", "roles": ["approves"]},
-         "carol": {"token": "carol-token-0123456789", "roles": ["asks", "approves"]},
-         "dan": {"token": "dan-token-0123456789", "roles": ["asks"]}}
-
-
-class Host:
+class Host(Hosted):
     """A server on a free port in a thread, and a client that speaks as any of USERS."""
 
     def __init__(self, tmp_path, office=refund_office, users=USERS, db=None, **settings):
-        self.db = str(tmp_path / "host.db") if db is None else db
+        super().__init__(office, str(tmp_path / "host.db") if db is None else db, users, SECRET, **settings)
         self.users = {name: user["token"] if isinstance(user, dict) else user for name, user in users.items()}
-        self.server = Server(office, self.db, users, SECRET, quiet=True, **settings)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True).start()  # quick to stop
 
     def call(self, user, method, path, body=None):
         return request(self.port, method, path, self.users.get(user, user), body)
@@ -101,12 +87,6 @@ class Host:
         with sqlite3.connect(self.db) as db:
             return db.execute("SELECT call, order_id, amount FROM refunds").fetchall()
 
-    def trail(self) -> list[tuple]:
-        return [row[1:] for row in self.server.store.trail()]  # without the time
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture
@@ -1259,6 +1239,20 @@ def test_a_verdict_on_a_tool_the_office_no_longer_has_is_refused_clearly_and_the
         second.close()
 
 
+def held_past_its_lease(h, sid: str, question: str, go_on: threading.Event) -> list:
+    """Ask in a thread; after more than twice the lease (0.5 s) while the run still works,
+    a resume is refused, for the run holds the session; then let it go on: its events."""
+    first = []
+    runner = threading.Thread(target=lambda: first.append(h.ask(sid, question)))
+    runner.start()
+    time.sleep(1.2)
+    status, _, answer = h.call("alice", "POST", f"/sessions/{sid}/resume", {})
+    assert (status, answer) == (409, {"error": "a run is streaming on this session: wait for it to end"})
+    go_on.set()
+    runner.join(60)
+    return first[0][2]
+
+
 def test_a_brain_thinking_for_longer_than_a_lease_keeps_its_session(host):
     go_on, calls = threading.Event(), []
 
@@ -1271,15 +1265,8 @@ def test_a_brain_thinking_for_longer_than_a_lease_keeps_its_session(host):
         return Action("final_answer", {"answer": f"thought {len(calls)} times"}, "done thinking")
     h = host(lambda db: Agent(brain, [final_answer]), lease=0.5)
     sid = h.new()
-    first = []
-    runner = threading.Thread(target=lambda: first.append(h.ask(sid, "think it over")))
-    runner.start()
-    time.sleep(1.2)  # more than twice the lease, and the brain still thinks
-    status, _, answer = h.call("alice", "POST", f"/sessions/{sid}/resume", {})
-    assert (status, answer) == (409, {"error": "a run is streaming on this session: wait for it to end"})
-    go_on.set()
-    runner.join(60)
-    assert first[0][2][-1] == ("done", {"answer": "thought 1 times"}) and calls == [1]
+    assert held_past_its_lease(h, sid, "think it over", go_on)[-1] == ("done", {"answer": "thought 1 times"})
+    assert calls == [1]
     assert [m.kind for m in h.notebook(sid)] == ["question", "decision", "result"]
 
 
@@ -1296,15 +1283,7 @@ def test_a_tool_that_reports_progress_for_longer_than_a_lease_keeps_its_session(
     brain = scripted(Action("copy_files", {}), Action("final_answer", {"answer": "copied"}))
     h = host(lambda db: Agent(brain, [Tool("copy_files", "Copy the files", copy_files), final_answer]), lease=0.5)
     sid = h.new()
-    first = []
-    runner = threading.Thread(target=lambda: first.append(h.ask(sid, "copy")))
-    runner.start()
-    time.sleep(1.2)  # more than twice the lease, and the tool still works
-    status, _, answer = h.call("alice", "POST", f"/sessions/{sid}/resume", {})
-    assert (status, answer) == (409, {"error": "a run is streaming on this session: wait for it to end"})
-    go_on.set()
-    runner.join(60)
-    assert first[0][2][-1] == ("done", {"answer": "copied"})
+    assert held_past_its_lease(h, sid, "copy", go_on)[-1] == ("done", {"answer": "copied"})
     assert [m.kind for m in h.notebook(sid)] == ["question", "decision", "result", "decision", "result"]
 
 
