@@ -2,22 +2,15 @@
 
     GET /sessions/{id}/events          Last-Event-ID: 7   (or ?after=7)
 
-A client whose connection dropped comes back here, on any host process: the
-notebook in the store is the event log, so the events about the notes after
-the id it last saw are a read (events.told, the function the live run sends
-with), then it follows the run as it commits, until the run stops. A run in
-this process wakes its followers at each commit; one in another process is
-looked at every POLL seconds. A run whose host died (its lease ran out with no
-stop) ends the follow with an event that says so, and that a resume goes on.
-Each follow holds a thread of its process, so one user may hold at most the
-Server's `follows` at once (20 by default); one more is refused with 429.
+The notebook in the store is the event log, so what a client missed is a read
+(events.told, as the live run sends it), on any host process; then the client follows
+the run as it commits, until the run stops (one whose host died ends the follow with
+words saying so). Each follow holds a thread, so one user holds at most the Server's
+`follows` (20) at once. A browser's EventSource can't send a header: it signs in with
+the session's `events_token`, as `?token=` (kept out of the server's log).
 
-A browser's EventSource can't send an Authorization header, so the session's
-answer holds an `events_token`: signed, for this user and session, for reading
-its events only, sent as `?token=` (kept out of the server's log).
-
-What it leaves out: the brain's words (`thinking`), which are live only, to the
-client of the request that runs the loop.
+What it leaves out: the brain's words and a tool's progress, which are live only, to
+the client of the request that runs the loop.
 """
 
 import contextlib
