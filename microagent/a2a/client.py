@@ -39,11 +39,17 @@ CANCEL_WAIT = 5.0  # seconds: the most a CancelTask after a stop may take
 SAID = 300  # characters: the most of a remote agent's words an error quotes
 ABOUT = 2_000  # characters: the most of a skill's description the brain is shown
 
-DONE = "TASK_STATE_COMPLETED"
+COMPLETED = "TASK_STATE_COMPLETED"
 ENDED = {"TASK_STATE_FAILED": "failed", "TASK_STATE_REJECTED": "rejected",
          "TASK_STATE_CANCELED": "was cancelled"}  # the other ends a task may come to
-WAITS = ("TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED")  # for us, or a human
+INPUT_REQUIRED, AUTH_REQUIRED = "TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"
+WAITS = (INPUT_REQUIRED, AUTH_REQUIRED)  # for us, or for a human
 GOING = ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
+# A2A's errors, in the words a note quotes
+REFUSALS = {-32001: "no such task", -32002: "the task can't be cancelled",
+            -32004: "it does not do that (a message to a task that has ended?)",
+            -32009: f"it does not speak A2A {VERSION}", -32601: "no such method",
+            -32602: "it found the request invalid"}
 
 ARGUMENTS = {"type": "object", "required": ["request"], "properties": {
     "request": {"type": "string", "description": "what to ask, or your answer to its "
@@ -185,17 +191,10 @@ def _card(card, url: str, skill: str | None):
                    f"{json.dumps(ids)[:SAID]}: give coworker(..., skill=...) one of them")
 
 
-
 def _origin(url: str) -> str:
     parts = urllib.parse.urlsplit(url)
     port = parts.port or (443 if parts.scheme == "https" else 80)
     return f"{parts.scheme}://{parts.hostname}:{port}"
-
-
-CODES = {-32001: "no such task", -32002: "the task can't be cancelled",
-         -32004: "it does not do that (a message to a task that has ended?)",
-         -32009: f"it does not speak A2A {VERSION}", -32601: "no such method",
-         -32602: "it found the request invalid"}
 
 
 def _result(reply, ask_id: str, agent: str, method: str) -> dict:
@@ -207,7 +206,7 @@ def _result(reply, ask_id: str, agent: str, method: str) -> dict:
     if "error" in reply:
         error = reply["error"] if isinstance(reply["error"], dict) else {}
         code, said = error.get("code"), error.get("message")
-        what = CODES.get(code, f"error {code}") if type(code) is int else "an error"
+        what = REFUSALS.get(code, f"error {code}") if type(code) is int else "an error"
         raise A2AError(f"{agent} refused {method}: {what}: "
                        f"{json.dumps(said, ensure_ascii=False)[:SAID]}")
     if not isinstance(reply["result"], dict):
@@ -220,7 +219,7 @@ def _follow(task: dict, results, agent: str, listen, stream: bool) -> None:
     one, or a stream's events), until it ends or waits; words heard go to `listen`."""
     for result in results:
         if isinstance(result.get("message"), dict) and len(result) == 1:
-            task.update(state=DONE, words=_text(result["message"].get("parts")),
+            task.update(state=COMPLETED, words=_text(result["message"].get("parts")),
                         answered=True)  # an answer with no task
             return
         if isinstance(found := result.get("task"), dict):
@@ -238,7 +237,7 @@ def _follow(task: dict, results, agent: str, listen, stream: bool) -> None:
             raise A2AError(f"{agent} sent an event that is none of A2A's: "
                            f"{json.dumps(result)[:SAID]}")
         state = status.get("state") if isinstance(status, dict) else None
-        if state not in (DONE, *ENDED, *WAITS, *GOING):
+        if state not in (COMPLETED, *ENDED, *WAITS, *GOING):
             raise A2AError(f"{agent} said task {task['id']} is in a state A2A has not: "
                            f"{json.dumps(state)[:SAID]}")
         message = status.get("message")
@@ -249,7 +248,7 @@ def _follow(task: dict, results, agent: str, listen, stream: bool) -> None:
         if state not in GOING:
             return  # the stream should end here; whatever follows is not read
     if stream:  # a whole reply may leave a task under way; a stream may not
-            raise A2AError(f"{agent} stopped answering before task "
+        raise A2AError(f"{agent} stopped answering before task "
                        f"{task.get('id', '(none)')} ended or waited (it was "
                        f"{task.get('state', 'not begun')})")
 
@@ -318,17 +317,17 @@ def _told(task: dict, agent: str, tool_name: str) -> str | Message:
     words = task.get("words", "")
     if task.get("answered"):
         return cut(words, MAX_RESULT)
-    if state == DONE:
+    if state == COMPLETED:
         got = [_text(parts) for parts in task.get("artifacts", {}).values()]
         return cut("\n".join(got) or words or "(done, with nothing to show)", MAX_RESULT)
     said = f": {cut(words, MAX_RESULT)}" if words else ""
     if state in ENDED:
         return error_note(tool_name, f"{agent} {ENDED[state]} task {task_id}{said}")
     again = f'call {tool_name} again with task_id="{task_id}"'
-    if state == WAITS[0]:
+    if state == INPUT_REQUIRED:
         return (f"{agent} needs more from you to go on with task {task_id}{said}\n"
                 f"To answer, {again} and your answer as the request.")
-    if state == WAITS[1]:
+    if state == AUTH_REQUIRED:
         return (f"{agent} waits for an authorization on task {task_id}{said}\n"
                 f"If it asks you for something, {again} and it as the request. An "
                 "approval given elsewhere is not given by you saying yes: to see how the "

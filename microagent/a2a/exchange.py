@@ -33,10 +33,10 @@ import urllib.parse
 from http.client import HTTPConnection, HTTPSConnection
 
 from microagent.tool import read_json
-from microagent.transport import MAX_REPLY, Key
+# the most a reply and a read may be, how often the caller's thread looks up while it
+# waits, the token kept out of every word, and text with lone surrogates mended
+from microagent.transport import MAX_REPLY, READ, TICK, Key, mended
 
-TICK = 0.25  # seconds: how often the caller's thread looks up while it waits
-READ = 64 << 10  # bytes: the most one read takes
 SAID = 300  # characters: the most of a server's own words an error quotes
 
 
@@ -181,9 +181,8 @@ def _mended(value, key: Key):
     >>> _mended({"text": "a\\ud800b"}, Key(None))
     {'text': 'a\\ufffdb'}
     """
-    if isinstance(value, str):  # utf-16 pairs the surrogates it can, "replace" the rest
-        return key.blanked(value.encode("utf-16", "surrogatepass")
-                           .decode("utf-16", "replace"))
+    if isinstance(value, str):
+        return key.blanked(mended(value))
     if isinstance(value, list):
         return [_mended(v, key) for v in value]
     if isinstance(value, dict):

@@ -68,7 +68,8 @@ def post_rpc(h, body: bytes) -> None:
         if method is None:
             raise Failed(NO_METHOD, f"no method {call['method'][:40]!r}; the methods are "
                                     f"{', '.join(METHODS)}")
-        params, message = call.get("params", {}), call.get("params", {}).get("message")
+        params = call.get("params", {})
+        message = params.get("message")
         task = params.get("id") or (message.get("taskId") if isinstance(message, dict)
                                     else None)  # for the audit trail
         method(h, user, rid, params)
@@ -97,12 +98,18 @@ def fail(h, user: str, task, rid, code: int, message: str) -> None:
 def envelope(body: bytes, rid) -> dict:
     """The JSON-RPC request, read as strictly as the host's routes read theirs."""
     try:
-        kind = str if rid is None else type(rid)
+        kind = str if rid is None else type(rid)  # a string or a number, as id_of found
         return read_fields(body, {"jsonrpc": str, "method": str, "id": kind},
                            {"params": dict})
     except Refused as r:
+        # subtle: request.read_fields' words for a body that is no JSON at all begin so
         json_broken = r.message.startswith(("the body is not", "the JSON", "the text"))
         raise Failed(PARSE if json_broken else BAD_REQUEST, r.message) from None
+
+
+def named(state: str) -> str:
+    """A task's state in words: TASK_STATE_COMPLETED is "completed"."""
+    return state.removeprefix("TASK_STATE_").lower()
 
 
 def text_of(message: dict) -> str:
@@ -163,7 +170,7 @@ def send_message(h, user: str, rid, params: dict, streaming: bool = False) -> No
                                      "id): send the same, or none")
         state, _ = tasks.state_of(server, s)
         if state in tasks.TERMINAL:
-            raise Failed(UNSUPPORTED, f"the task is {state[11:].lower()}, and takes no "
+            raise Failed(UNSUPPORTED, f"the task is {named(state)}, and takes no "
                                       "more messages: send one without a taskId to begin "
                                       "a new task")
         if s.asker != user:
@@ -176,9 +183,8 @@ def send_message(h, user: str, rid, params: dict, streaming: bool = False) -> No
     if apart:
         return
     if not streaming:
-        h.reply(200, {"jsonrpc": "2.0", "id": rid,
-                      "result": {"task": tasks.task_of(server, sid, server.store.load(sid),
-                                                 line.error)}})
+        task = tasks.task_of(server, sid, server.store.load(sid), line.error)
+        h.reply(200, result(rid, {"task": task}))
     elif line.said[0] == tasks.AUTH_REQUIRED:  # an approver decides out of band: stay, and tell
         tasks.follow(h, sid, rid, line.told, line.said, server.news)
 
@@ -219,7 +225,7 @@ def send_streaming_message(h, user: str, rid, params: dict) -> None:
 def get_task(h, user: str, rid, params: dict) -> None:
     fields(params, "params", {"id": str}, {"historyLength": int, "tenant": str})
     task = tasks.task_of(h.server, params["id"], session_for(h.server, user, params["id"]))
-    h.reply(200, {"jsonrpc": "2.0", "id": rid, "result": task})
+    h.reply(200, result(rid, task))
 
 
 def cancel_task(h, user: str, rid, params: dict) -> None:
@@ -244,7 +250,7 @@ def cancel_task(h, user: str, rid, params: dict) -> None:
     # a run that let go when it was cancelled reads canceled: the remark makes it last
     if state not in (tasks.INPUT_REQUIRED, tasks.AUTH_REQUIRED) \
             and not (state == tasks.CANCELED and s.cancelled):
-        raise Failed(NOT_CANCELABLE, f"the task is {state[11:].lower()}: it can no longer "
+        raise Failed(NOT_CANCELABLE, f"the task is {named(state)}: it can no longer "
                                      "be cancelled")
     ctx, waits = s.context, approval.waiting(s.context)
     if waits is not None and waits.tool in server.agent.tools:
@@ -267,7 +273,7 @@ def subscribe_to_task(h, user: str, rid, params: dict) -> None:
     s = session_for(server, user, sid)
     state, _ = tasks.state_of(server, s)
     if state in tasks.TERMINAL:
-        raise Failed(UNSUPPORTED, f"the task is {state[11:].lower()}: nothing more will "
+        raise Failed(UNSUPPORTED, f"the task is {named(state)}: nothing more will "
                                   "happen to it (GetTask reads it)")
     tasks.open_stream(h)
     write(h, result(rid, {"task": tasks.task_of(server, sid, s)}))

@@ -130,6 +130,8 @@ class Line:
         return self.h.gone()
 
     def send(self, status: int, headers: dict, payload: bytes = b"") -> None:
+        if not (self.apart or self.sse):  # a blocking call answers when the run stops
+            return
         s = self.server.store.load(self.sid)
         if self.apart:
             self.h.reply(200, result(self.rid, {"task": task_of(self.server, self.sid, s)}))
@@ -155,6 +157,8 @@ class Told(Stream):
             return line.put(update(sid, WORKING, data["text"], f"thinking-{line.pieces}"))
         if name in ("result", "no_move"):
             return line.put(update(sid, WORKING, said(self.ctx[data["at"]]), data["at"]))
+        if name == "progress":  # a tool's progress: A2A has no event for it
+            return True
         line.error = data.get("error")  # the run failed: its words are the status message
         s = self.server.store.load(sid)
         now = state_of(self.server, s)
@@ -184,7 +188,10 @@ def follow(h, sid: str, rid, told: int, said_last: tuple, news) -> None:
 def ending(sid: str, s, now: tuple[str, str | None]) -> list[dict]:
     """The events that say where a task has stopped: its answer first, if it has one."""
     at = len(s.context) - 1
-    done = [{"artifactUpdate": {"taskId": sid, "contextId": sid, "lastChunk": True,
-                                "artifact": answer(sid, s.context.last(), at)}}]
-    return (done if now[0] == COMPLETED else []) + [update(sid, now[0], now[1], at)]
+    events = [update(sid, now[0], now[1], at)]
+    if now[0] == COMPLETED:
+        events.insert(0, {"artifactUpdate": {"taskId": sid, "contextId": sid,
+                                             "lastChunk": True,
+                                             "artifact": answer(sid, s.context.last(), at)}})
+    return events
 

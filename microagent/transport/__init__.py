@@ -16,7 +16,7 @@ It imports only the book's public names (microagent.llm's LLMError, problem and
 WHAT_TO_DO); the book imports nothing from here.
 """
 
-from microagent.transport.client import MAX_REPLY, MAX_WAIT, hardened
-from microagent.transport.keys import Key
+from microagent.transport.client import MAX_REPLY, MAX_WAIT, READ, TICK, hardened
+from microagent.transport.keys import Key, mended
 
-__all__ = ["hardened", "MAX_REPLY", "MAX_WAIT", "Key"]
+__all__ = ["hardened", "MAX_REPLY", "MAX_WAIT", "READ", "TICK", "Key", "mended"]

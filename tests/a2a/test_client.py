@@ -481,7 +481,8 @@ def test_the_client_imports_only_the_books_public_names_and_the_standard_library
                      "microagent.llm.endpoint", "microagent.mcp.tools.MAX_RESULT", "microagent.mcp.tools.cut",
                      "microagent.mcp.tools.local_name", "microagent.mcp.tools.reads_as", "microagent.message.Message",
                      "microagent.tool.Tool", "microagent.tool.error_note", "microagent.tool.final_answer",
-                     "microagent.tool.read_json", "microagent.transport.MAX_REPLY", "microagent.transport.Key"}
+                     "microagent.tool.read_json", "microagent.transport.MAX_REPLY", "microagent.transport.Key",
+                     "microagent.transport.READ", "microagent.transport.TICK", "microagent.transport.mended"}
 
 
 def test_a_stop_is_heard_while_a_stream_sends_only_keep_alives_and_the_task_is_cancelled():
