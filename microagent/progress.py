@@ -61,7 +61,8 @@ def report(done: float, total: float | None = None, message: str = "") -> None:
 def listening(fn):
     """While the block runs, each report made in this thread (or a copy of its
     context) is fn(done, total, message); `with listening(fn) as heard:` keeps the
-    last in `heard.last`."""
+    last made straight to it in `heard.last` (a kept tool's reports reach fn, and are
+    kept by that tool's own listener)."""
     if not callable(fn):
         raise TypeError(f"listening takes a function (done, total, message), not {fn!r}")
     heard = _Listener(fn)
@@ -90,7 +91,7 @@ def keeping(tool: Tool) -> Tool:
     (Tool.run makes that an error note); one that answers with an error note (an MCP
     call, an agent used as a tool) gets the same words at its end. To try again too,
     keep first: `retrying(keeping(tool))`, so that each try reports from 1 again. With
-    retry.hiding, keep last: `keeping(hiding(tool, report))` hides the failure's words
+    retry.hiding, keep last: `keeping(hiding(tool, errors.append))` hides the failure's words
     and keeps how far it got (the progress a client was shown as it came). A kept tool
     kept again (a host keeps every tool it serves) says how far it got once.
     """

@@ -19,7 +19,6 @@ process itself (process.py).
 import collections
 import itertools
 import json
-import math
 import threading
 import time
 
@@ -171,7 +170,9 @@ class Exchange:
             return
         token, done, total = (params.get(key) for key in ("progressToken", "progress",
                                                           "total"))
-        if not (type(token) is int and _number(done) and (total is None or _number(total))):
+        # (wire.message read the line strictly: NaN and Infinity never get this far)
+        if not (type(token) is int and type(done) in (int, float)
+                and type(total) in (int, float, type(None))):
             return  # not our token (we send the call's id), or not numbers
         with self._lock:
             waiting = self._pending.get(token)
@@ -267,7 +268,3 @@ class Exchange:
     def blank(self, value):
         """`value` (text or JSON) with your secrets blanked out (tools.blanked)."""
         return blanked(value, self._secrets)
-
-
-def _number(n) -> bool:
-    return type(n) in (int, float) and math.isfinite(n)

@@ -299,8 +299,8 @@ class _Session:
         if tool.needs_approval:
             return _result(NEEDS_A_HUMAN.format(name=name), True)
         meta = params.get("_meta")  # a client's span rides in it (SEP-414), or nothing does
-        caller = meta.get("traceparent") if isinstance(meta, dict) else None
-        token = _id(meta.get("progressToken")) if isinstance(meta, dict) else None
+        meta = meta if isinstance(meta, dict) else {}
+        caller, token = meta.get("traceparent"), _id(meta.get("progressToken"))
         told = (contextlib.nullcontext() if token is None else  # the tool's reports, sent
                 listening(functools.partial(self.progressed, id_, token)))
         try:
