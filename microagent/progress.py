@@ -91,9 +91,9 @@ def keeping(tool: Tool) -> Tool:
     (Tool.run makes that an error note); one that answers with an error note (an MCP
     call, an agent used as a tool) gets the same words at its end. To try again too,
     keep first: `retrying(keeping(tool))`, so that each try reports from 1 again. With
-    retry.hiding, keep last: `keeping(hiding(tool, errors.append))` hides the failure's words
-    and keeps how far it got (the progress a client was shown as it came). A kept tool
-    kept again (a host keeps every tool it serves) says how far it got once.
+    retry.hiding, keep last: `keeping(hiding(tool, errors.append))` hides the failure's
+    words and keeps how far it got (the progress a client was shown as it came). A kept
+    tool kept again (a host keeps every tool it serves) says how far it got once.
     """
     if not isinstance(tool, Tool):
         raise TypeError(f"keeping takes a Tool (make one with @as_tool), not {tool!r}")

@@ -9,7 +9,8 @@ lost its connection asks for what came after the last id it saw
 after its last note, so its id is the notebook's length then; the note that
 goes there next (a question, or a verdict) has no event of its own, so no two
 events share an id. The brain's words (`thinking`), and any other event about no
-note (a tool's progress), are live only: no id.
+note (a tool's progress), are live only: no id. Beside `told` is what routes, users
+and follow share about a decision that waits: `pending`, `asked`, `token_for`.
 """
 
 import json
@@ -116,4 +117,5 @@ def token_for(server, user: str, sid: str, ctx: Context, jti: str) -> str:
 
 
 def no_longer(tool: str) -> str:
+    """The words for a verdict on a tool the office no longer has."""
     return f"{tool} is no longer in this office, so a verdict on it can't be carried out"

@@ -71,8 +71,9 @@ def follow(h, user: str, sid: str) -> None:
     looks = changes(h, sid, news)
     while True:
         running, died = is_running(s), 0 < s.lease_until <= time.time()
-        stop = None if running or died else standing(server.agent, s) \
-            or (CANCELLED if s.cancelled else None)  # as the run's own client heard it
+        stop = None
+        if not (running or died):  # why it stands still, as the run's own client heard it
+            stop = standing(server.agent, s) or (CANCELLED if s.cancelled else None)
         token = None
         if stop == PAUSED and server.users.may_approve(user, s.asker):
             token = token_for(server, user, sid, s.context, s.jti)
@@ -86,7 +87,9 @@ def follow(h, user: str, sid: str) -> None:
             started = True
         try:
             h.wfile.write(b"".join(sse(*event) for event in batch))  # one write for all
-            after = max([after, len(s.context) - 1, *(e[2] for e in batch if e[2])])
+            # an event's id is at most the notebook's length then (a stop's)
+            after = max([after, len(s.context) - 1,
+                         *(e[2] for e in batch if e[2] is not None)])
             if not running:  # the run let go, or its host died: why, unless told
                 if died:
                     h.wfile.write(sse("error", {"error": DIED}))
@@ -122,8 +125,10 @@ def latest(server, sid: str) -> Session:
     """The session as the store holds it: as the run in this process last committed it (no
     statement, however many follow it), or else read."""
     run = server.runs.get(sid)
-    saved = run.saved if run is not None else None
-    return saved if saved is not None and saved.lease_until else server.store.load(sid)
+    # the run's own copy only while it holds the lease; one it let go of is read again,
+    # for the store alone says whether a cancel let it go
+    return run.saved if run is not None and run.saved.lease_until \
+        else server.store.load(sid)
 
 
 def standing(agent, s: Session) -> str | None:

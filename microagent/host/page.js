@@ -271,7 +271,6 @@ async function events(response, mine, last) {  // a stream's events shown as the
       }
     }
   } catch (error) {  // the connection dropped ("network error"): the run may go on without us
-    return {stopped, last, dropped: !stopped};
   }
   return {stopped, last, dropped: !stopped};  // it ended before saying why: come back to hear it
 }

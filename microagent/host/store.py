@@ -97,7 +97,7 @@ class Store:
                 return None
             asker, version, length, lease_until, jti, stop = rows[0][:6]
             notes = [row[6] for row in rows if row[6] is not None]
-            cancelled = 0 < stop >= version - 1  # one past: stream.py's `released`
+            cancelled = stop > 0 and version - stop <= 1  # the cancel, or its run let go
             if since and kept[0] == version and length == since:  # nothing new since
                 return Session(asker, kept[1], version, lease_until, jti, cancelled)
             if since and not (kept[0] < version and since <= length):
